@@ -1,0 +1,1 @@
+//! The booblik broker: segmented log storage, group commit, and the TCP server.

@@ -1,0 +1,1 @@
+//! The booblik load harness.
