@@ -1,1 +1,2 @@
 //! Reference applications on booblik.
+pub mod queue;

@@ -1,0 +1,129 @@
+//! The records on the `claims` topic: claim, extend, done.
+//!
+//! Every record carries the writer's own wall-clock timestamp and, where a lease is involved, the
+//! lease length. The verdict (see [`crate::queue::state`]) is computed from these fields and the
+//! order of the log alone, so every reader reaches the same verdict without consulting a clock.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::DecodeError;
+
+/// "I want this task": asks for a lease of `lease_ms` starting at `claimed_at_ms`.
+///
+/// If the claim wins, its own offset in the `claims` partition becomes the lease's fencing
+/// token. The token is not in the record because the writer cannot know the offset before the
+/// append returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The task asked for.
+    pub task_id: Uuid,
+    /// The claiming worker.
+    pub worker_id: Uuid,
+    /// Claimer's wall clock when it wrote the claim, in ms since the Unix epoch.
+    pub claimed_at_ms: u64,
+    /// Lease length asked for; the lease would expire at `claimed_at_ms + lease_ms`.
+    pub lease_ms: u64,
+}
+
+/// "I still hold this lease": renews the lease identified by `token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extend {
+    /// The task whose lease is renewed.
+    pub task_id: Uuid,
+    /// The holder writing the extend.
+    pub worker_id: Uuid,
+    /// Fencing token of the lease being renewed (the offset of the winning claim).
+    pub token: i64,
+    /// Holder's wall clock when it wrote the extend, in ms since the Unix epoch.
+    pub extended_at_ms: u64,
+    /// New lease length; if valid, the lease expires at `extended_at_ms + lease_ms`.
+    pub lease_ms: u64,
+}
+
+/// "I finished this task": commits `result` under the lease identified by `token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    /// The finished task.
+    pub task_id: Uuid,
+    /// The holder writing the done.
+    pub worker_id: Uuid,
+    /// Fencing token of the lease under which the work was done.
+    pub token: i64,
+    /// Holder's wall clock when it wrote the done, in ms since the Unix epoch (informational:
+    /// acceptance does not depend on it, see the verdict rules).
+    pub done_at_ms: u64,
+    /// Opaque output of the work; it counts only if the done is accepted.
+    pub result: Vec<u8>,
+}
+
+/// One record of the `claims` partition.
+///
+/// The encoding is `[FORMAT_VERSION][postcard enum]`; postcard writes the variant index as a
+/// varint, so the order of the variants below is part of format version 1: `Claim` = 0,
+/// `Extend` = 1, `Done` = 2. Append new variants at the end only (and see the module docs on
+/// rolling out a new version).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClaimsRecord {
+    /// Variant 0.
+    Claim(Claim),
+    /// Variant 1.
+    Extend(Extend),
+    /// Variant 2.
+    Done(Done),
+}
+
+impl ClaimsRecord {
+    /// The task this record is about.
+    pub fn task_id(&self) -> Uuid {
+        match self {
+            Self::Claim(claim) => claim.task_id,
+            Self::Extend(extend) => extend.task_id,
+            Self::Done(done) => done.task_id,
+        }
+    }
+
+    /// The worker that wrote this record.
+    pub fn worker_id(&self) -> Uuid {
+        match self {
+            Self::Claim(claim) => claim.worker_id,
+            Self::Extend(extend) => extend.worker_id,
+            Self::Done(done) => done.worker_id,
+        }
+    }
+
+    /// Encodes the record as `[FORMAT_VERSION][postcard body]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        self.encode_into(&mut buf);
+        buf
+    }
+
+    /// Appends the encoding of the record to `buf` (reuses the caller's allocation).
+    pub fn encode_into(&self, buf: &mut Vec<u8>) {
+        super::encode_into(self, buf);
+    }
+
+    /// Decodes one claims record; never panics, whatever the bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        super::decode(bytes)
+    }
+}
+
+impl From<Claim> for ClaimsRecord {
+    fn from(claim: Claim) -> Self {
+        Self::Claim(claim)
+    }
+}
+
+impl From<Extend> for ClaimsRecord {
+    fn from(extend: Extend) -> Self {
+        Self::Extend(extend)
+    }
+}
+
+impl From<Done> for ClaimsRecord {
+    fn from(done: Done) -> Self {
+        Self::Done(done)
+    }
+}

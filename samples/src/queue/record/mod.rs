@@ -1,0 +1,86 @@
+//! Records of the task queue and their versioned binary encoding.
+//!
+//! The queue lives in two topics, and each has one record type:
+//!
+//! * `tasks` holds [`Task`] records: work to be done.
+//! * `claims` holds [`ClaimsRecord`]s: a [`Claim`] asks for a task, an [`Extend`] renews the
+//!   lease of the current holder, a [`Done`] commits a result.
+//!
+//! # Why a version byte in front of postcard
+//!
+//! Records at rest outlive the code that wrote them, so every encoded record starts with one
+//! format-version byte ([`FORMAT_VERSION`]) followed by the postcard encoding of the record
+//! (postcard is a serde format with a documented, stable wire specification). Postcard itself is
+//! not self-describing: a field added, removed or reordered silently changes what the bytes mean.
+//! The version byte makes such a change explicit — a new layout gets a new version, and a reader
+//! that does not know a version refuses it with [`DecodeError::UnsupportedVersion`] instead of
+//! misreading it.
+//!
+//! Decoding never panics: empty input, an unknown version, truncated or garbage bytes, and
+//! trailing bytes after a complete record are all typed [`DecodeError`]s.
+//!
+//! A consequence worth knowing before bumping the version: the verdict over the claims log must be
+//! the same for every reader (see [`crate::queue::state`]). A record that some readers can decode
+//! and others skip would split their verdicts. A new version may therefore only be *written*
+//! after every reader has been upgraded to *read* it.
+
+mod claims;
+mod task;
+
+pub use claims::{Claim, ClaimsRecord, Done, Extend};
+pub use task::Task;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+/// The format version this code writes and the only one it reads.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Bytes taken by the version prefix in front of the postcard body.
+pub const VERSION_PREFIX_BYTES: usize = 1;
+
+/// Why a byte string is not a record this code understands.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// There were no bytes at all, not even the version byte.
+    #[error("empty record: no format-version byte")]
+    Empty,
+    /// The version byte names a format this code does not know.
+    #[error(
+        "unsupported record format version {found} (this reader knows version {FORMAT_VERSION})"
+    )]
+    UnsupportedVersion {
+        /// The version byte found in the record.
+        found: u8,
+    },
+    /// The body is not a valid postcard encoding of the expected record type.
+    #[error("malformed record body: {0}")]
+    Malformed(#[from] postcard::Error),
+    /// A whole record was decoded but bytes were left over: the record is not what it claims.
+    #[error("{count} trailing bytes after a complete record")]
+    TrailingBytes {
+        /// How many bytes were left over.
+        count: usize,
+    },
+}
+
+/// Appends `[FORMAT_VERSION][postcard(value)]` to `buf`.
+pub(crate) fn encode_into<T: Serialize>(value: &T, buf: &mut Vec<u8>) {
+    buf.push(FORMAT_VERSION);
+    // Postcard fails only on a sequence of unknown length, a custom serializer error or an I/O
+    // error. The record types are plain structs of integers, UUIDs and byte vectors, and writing
+    // into a Vec cannot fail, so none of these can happen.
+    postcard::to_io(value, &mut *buf).expect("postcard cannot fail on queue record types");
+}
+
+/// Decodes a record written by [`encode_into`], checking the version and that nothing is left over.
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let (&version, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
+    if version != FORMAT_VERSION {
+        return Err(DecodeError::UnsupportedVersion { found: version });
+    }
+    let (value, rest) = postcard::take_from_bytes::<T>(body)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes { count: rest.len() });
+    }
+    Ok(value)
+}

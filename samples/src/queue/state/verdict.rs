@@ -1,0 +1,175 @@
+//! The verdict rules, in one place: how one claims record changes one task.
+//!
+//! Everything here is a function of the task's state (itself derived from earlier records of the
+//! claims log) and of the fields of the record. No clock is read and the tasks log is not
+//! consulted, so every reader that has applied the same prefix of the claims log reaches the
+//! same verdict.
+
+use super::config::QueueConfig;
+use super::event::{ClaimLostReason, Event, Rejection};
+use super::task_state::{Lease, TaskState, TaskStatus};
+use crate::queue::record::{Claim, Done, Extend};
+
+/// Judges a claim at `offset`.
+///
+/// Wins if the task is neither done nor dead-lettered and either nobody ever won it or the
+/// current lease had expired at the claim's own `claimed_at_ms` (`claimed_at_ms >=
+/// expires_at_ms`). A claim that finds an expired lease counts that expiry; if this makes
+/// `max_expired_leases` expiries, the task is dead-lettered instead of being granted again.
+pub(super) fn judge_claim(
+    task: &mut TaskState,
+    offset: i64,
+    claim: &Claim,
+    config: QueueConfig,
+) -> Event {
+    let task_id = task.task_id;
+    match &task.status {
+        TaskStatus::DeadLettered { .. } => Event::ClaimLost {
+            task_id,
+            reason: ClaimLostReason::DeadLettered,
+        },
+        TaskStatus::Done { lease, .. } => Event::ClaimLost {
+            task_id,
+            reason: ClaimLostReason::Done { token: lease.token },
+        },
+        TaskStatus::Leased(lease) if lease.is_live_at(claim.claimed_at_ms) => Event::ClaimLost {
+            task_id,
+            reason: ClaimLostReason::AlreadyLeased {
+                holder_token: lease.token,
+                holder_worker_id: lease.worker_id,
+                expires_at_ms: lease.expires_at_ms,
+            },
+        },
+        TaskStatus::Leased(lease) => {
+            task.expired_leases += 1;
+            if task.expired_leases >= config.max_expired_leases.get() {
+                task.status = TaskStatus::DeadLettered {
+                    offset,
+                    last_lease: lease.clone(),
+                };
+                Event::TaskDeadLettered {
+                    task_id,
+                    expired_leases: task.expired_leases,
+                }
+            } else {
+                grant(task, offset, claim)
+            }
+        }
+        TaskStatus::Unclaimed => grant(task, offset, claim),
+    }
+}
+
+fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
+    let lease = Lease {
+        token: offset,
+        worker_id: claim.worker_id,
+        claimed_at_ms: claim.claimed_at_ms,
+        // Saturating: a forged lease length must not panic the reader; u64::MAX means "forever".
+        expires_at_ms: claim.claimed_at_ms.saturating_add(claim.lease_ms),
+        extends: 0,
+    };
+    task.wins += 1;
+    let event = Event::ClaimWon {
+        task_id: task.task_id,
+        worker_id: lease.worker_id,
+        token: lease.token,
+        expires_at_ms: lease.expires_at_ms,
+        attempt: task.wins,
+    };
+    task.status = TaskStatus::Leased(lease);
+    event
+}
+
+/// Judges an extend: it renews the lease (new expiry `extended_at_ms + lease_ms`) only if it
+/// carries the current token, comes from the holder, and was written before the lease expired
+/// (`extended_at_ms < expires_at_ms`). Otherwise it is void.
+pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend) -> Event {
+    let task_id = task.task_id;
+    let lease = match current_lease(task, extend.token, extend.worker_id) {
+        Ok(lease) => lease,
+        Err(reason) => {
+            return Event::ExtendVoid {
+                task_id,
+                token: extend.token,
+                reason,
+            };
+        }
+    };
+    if !lease.is_live_at(extend.extended_at_ms) {
+        return Event::ExtendVoid {
+            task_id,
+            token: extend.token,
+            reason: Rejection::Expired {
+                expires_at_ms: lease.expires_at_ms,
+            },
+        };
+    }
+    lease.expires_at_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
+    lease.extends += 1;
+    Event::Extended {
+        task_id,
+        token: lease.token,
+        expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+/// Judges a done: accepted if it carries the current token and comes from the holder, **at any
+/// time** — even after the lease's expiry — as long as no later claim has superseded the lease.
+///
+/// Why not also require `done_at_ms` before the expiry: the token already guarantees that nobody
+/// else was granted the task in between (any later winner would have changed the token), so the
+/// extra check adds no safety; it would only rely on the holder's clock, and it would throw away
+/// finished work and force a re-execution that nothing required.
+pub(super) fn judge_done(task: &mut TaskState, offset: i64, done: &Done) -> Event {
+    let task_id = task.task_id;
+    if let TaskStatus::Done { lease, .. } = &task.status
+        && lease.token == done.token
+        && lease.worker_id == done.worker_id
+    {
+        return Event::DoneRepeated {
+            task_id,
+            token: done.token,
+        };
+    }
+    let lease = match current_lease(task, done.token, done.worker_id) {
+        Ok(lease) => lease.clone(),
+        Err(reason) => {
+            return Event::DoneFenced {
+                task_id,
+                token: done.token,
+                reason,
+            };
+        }
+    };
+    task.status = TaskStatus::Done {
+        lease,
+        done_offset: offset,
+        done_at_ms: done.done_at_ms,
+    };
+    Event::DoneAccepted {
+        task_id,
+        token: done.token,
+    }
+}
+
+/// The current lease if `token` and `worker_id` name it, else why not (in [`Rejection`] order).
+fn current_lease(
+    task: &mut TaskState,
+    token: i64,
+    worker_id: uuid::Uuid,
+) -> Result<&mut Lease, Rejection> {
+    match &mut task.status {
+        TaskStatus::DeadLettered { .. } => Err(Rejection::DeadLettered),
+        TaskStatus::Done { lease, .. } => Err(Rejection::Done { token: lease.token }),
+        TaskStatus::Unclaimed => Err(Rejection::NeverClaimed),
+        TaskStatus::Leased(lease) if lease.token != token => Err(Rejection::StaleToken {
+            current_token: lease.token,
+        }),
+        TaskStatus::Leased(lease) if lease.worker_id != worker_id => {
+            Err(Rejection::WorkerMismatch {
+                holder_worker_id: lease.worker_id,
+            })
+        }
+        TaskStatus::Leased(lease) => Ok(lease),
+    }
+}
