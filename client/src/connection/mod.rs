@@ -1,0 +1,355 @@
+//! [`Connection`]: one pipelined TCP connection to a broker.
+//!
+//! ```text
+//!  callers (any task)                 writer task                 reader task
+//!  ───────────────────                ───────────                 ───────────
+//!  encode request, take id ──► bounded channel ──► push to pending FIFO
+//!  (atomic counter)            (request_queue_      then write to socket ──► broker
+//!                               depth)              (in-flight permit)          │
+//!                                                                               ▼
+//!  caller's oneshot ◄──────────────────────── pop FIFO head, compare id ◄── frame
+//! ```
+//!
+//! * One task owns the socket's write half ([`writer`]); callers never touch it.
+//! * The broker answers in request order, so pending requests form a FIFO whose head must carry
+//!   the answer's correlationId ([`pending`]). A mismatch closes the connection and every
+//!   pending request fails with [`ClientError::CorrelationMismatch`] naming both ids.
+//! * `ack = NONE` PRODUCE gets no answer: the call completes once its bytes are flushed to the
+//!   socket, and returns `Ok(None)`.
+//! * Any failure closes the connection for good ([`shared`]); pending requests fail with the
+//!   cause, later calls fail fast with [`ClientError::ConnectionClosed`]. Reconnecting is the
+//!   owner's decision (a [`Client`](crate::Client) does it on the next call).
+//!
+//! Submodules: [`config`] (limits), `correlation` (ids), [`pending`] (the FIFO), `shared` (the
+//! state all three parties share, and how a connection dies), [`writer`], [`reader`] (framing,
+//! with the FETCH-aware frame limit), [`response`] (typed decoding and [`ResponseFuture`]).
+
+pub mod config;
+mod correlation;
+pub(crate) mod pending;
+pub mod reader;
+pub mod response;
+mod shared;
+pub(crate) mod writer;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use booblik_protocol::{
+    AckPolicy, FetchRequest, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, RecordSet, Request, RequestBody, TopicName,
+};
+use bytes::BytesMut;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+pub use booblik_protocol::FetchResponse;
+pub use config::ConnectionConfig;
+pub use reader::MAX_RESPONSE_FRAME_BYTES;
+pub use response::ResponseFuture;
+
+use crate::connection::correlation::CorrelationIds;
+use crate::connection::response::{Decoder, decode_fetch, decode_metadata, decode_produce};
+use crate::connection::shared::Shared;
+use crate::connection::writer::Submission;
+use crate::error::ClientError;
+
+/// Largest `maxBytes` a FETCH is sent with; larger values are lowered to it, so every answer
+/// fits [`MAX_RESPONSE_FRAME_BYTES`].
+pub const MAX_FETCH_BYTES: i32 = MAX_FRAME_BYTES as i32;
+
+/// A far-future deadline for timeouts too long to add to `Instant::now()`.
+const FAR_FUTURE: Duration = Duration::from_hours(8760);
+
+/// One pipelined connection. Cheap to clone; clones share the socket. The connection closes
+/// when [`Connection::close`] is called, when it fails, or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    handle: Arc<Handle>,
+}
+
+struct Handle {
+    addr: String,
+    config: ConnectionConfig,
+    shared: Arc<Shared>,
+    submissions: mpsc::Sender<Submission>,
+    ids: CorrelationIds,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.fail(ClientError::closed(
+            "the connection was dropped by its owner",
+        ));
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("addr", &self.handle.addr)
+            .field("peer", &self.handle.shared.peer)
+            .field("closed", &self.handle.shared.closed_reason())
+            .finish_non_exhaustive()
+    }
+}
+
+fn deadline_after(ms: u64) -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_millis(ms))
+        .unwrap_or(now + FAR_FUTURE)
+}
+
+impl Connection {
+    /// Connects to `addr` (`host:port`) within `config.connect_timeout_ms` and starts the
+    /// writer and reader tasks on the current tokio runtime.
+    pub async fn connect(addr: &str, config: ConnectionConfig) -> Result<Self, ClientError> {
+        config.validate()?;
+        let connect = TcpStream::connect(addr);
+        let stream = tokio::time::timeout_at(deadline_after(config.connect_timeout_ms), connect)
+            .await
+            .map_err(|_| ClientError::ConnectTimeout {
+                addr: addr.to_owned(),
+                timeout_ms: config.connect_timeout_ms,
+            })?
+            .map_err(|e| connect_error(addr, e))?;
+        stream
+            .set_nodelay(config.tcp_nodelay)
+            .map_err(|e| connect_error(addr, e))?;
+        let peer = stream.peer_addr().map_err(|e| connect_error(addr, e))?;
+        let (read, write) = stream.into_split();
+        let shared = Arc::new(Shared::new(peer, &config));
+        let (submissions, queue) = mpsc::channel(config.request_queue_depth);
+        tokio::spawn(writer::run(Arc::clone(&shared), queue, write));
+        tokio::spawn(reader::run(
+            Arc::clone(&shared),
+            read,
+            config.read_buffer_bytes,
+        ));
+        tracing::debug!(addr, %peer, "connected");
+        Ok(Self {
+            handle: Arc::new(Handle {
+                addr: addr.to_owned(),
+                config,
+                shared,
+                submissions,
+                ids: CorrelationIds::new(),
+            }),
+        })
+    }
+
+    /// The address this connection was opened with.
+    pub fn broker_addr(&self) -> &str {
+        &self.handle.addr
+    }
+
+    /// The broker's socket address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.handle.shared.peer
+    }
+
+    /// The limits this connection runs with.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.handle.config
+    }
+
+    /// True once the connection has failed or been closed.
+    pub fn is_closed(&self) -> bool {
+        self.handle.shared.closed_reason().is_some()
+    }
+
+    /// Why the connection closed, if it did.
+    pub fn close_reason(&self) -> Option<Arc<str>> {
+        self.handle.shared.closed_reason()
+    }
+
+    /// Closes the connection; pending requests fail with [`ClientError::ConnectionClosed`].
+    pub fn close(&self) {
+        self.handle.shared.fail(ClientError::closed(
+            "the connection was closed by its owner",
+        ));
+    }
+
+    /// `ack = NONE` PRODUCE requests the broker answered with an error (their callers had
+    /// already been told "written"; each is also logged as a warning).
+    pub fn none_refusals(&self) -> u64 {
+        self.handle.shared.none_refusals()
+    }
+
+    /// `ack = NONE` requests forgotten because more than
+    /// [`ConnectionConfig::max_unanswered_none_requests`] were outstanding.
+    pub fn forgotten_none_requests(&self) -> u64 {
+        self.handle.shared.forgotten_none_requests()
+    }
+
+    /// Queues a PRODUCE for writing; the returned future resolves to the broker's answer, or to
+    /// `None` for `ack = NONE` once the request is written to the socket.
+    pub async fn submit_produce(
+        &self,
+        topic: &TopicName,
+        partition: i32,
+        ack: AckPolicy,
+        records: RecordSet,
+    ) -> Result<ResponseFuture<Option<ProduceResponse>>, ClientError> {
+        let request = format!("PRODUCE {topic}/{partition}");
+        let body = RequestBody::Produce(ProduceRequest {
+            topic: topic.clone(),
+            partition,
+            ack,
+            records,
+        });
+        let decode: Decoder<Option<ProduceResponse>> = decode_produce;
+        self.submit(body, ack != AckPolicy::None, 0, request, decode)
+            .await
+    }
+
+    /// Queues a FETCH. A `max_bytes` above [`MAX_FETCH_BYTES`] is lowered to it (and
+    /// `min_bytes` with it). For v2 the request timeout is extended by `max_wait_ms`.
+    pub async fn submit_fetch(
+        &self,
+        mut request: FetchRequest,
+    ) -> Result<ResponseFuture<FetchResponse>, ClientError> {
+        if request.max_bytes > MAX_FETCH_BYTES {
+            request.max_bytes = MAX_FETCH_BYTES;
+        }
+        let mut extra_wait_ms = 0;
+        if let Some(long_poll) = &mut request.long_poll {
+            long_poll.min_bytes = long_poll.min_bytes.min(request.max_bytes);
+            extra_wait_ms = u64::try_from(long_poll.max_wait_ms).unwrap_or(0);
+        }
+        let description = format!(
+            "FETCH {}/{} at offset {}",
+            request.topic, request.partition, request.fetch_offset
+        );
+        let decode: Decoder<FetchResponse> = decode_fetch;
+        self.submit(
+            RequestBody::Fetch(request),
+            true,
+            extra_wait_ms,
+            description,
+            decode,
+        )
+        .await
+    }
+
+    /// Queues a METADATA for `topics` (empty: all topics).
+    pub async fn submit_metadata(
+        &self,
+        topics: &[TopicName],
+    ) -> Result<ResponseFuture<MetadataResponse>, ClientError> {
+        let description = if topics.is_empty() {
+            "METADATA (all topics)".to_owned()
+        } else {
+            let names: Vec<&str> = topics.iter().map(TopicName::as_str).collect();
+            format!("METADATA {}", names.join(","))
+        };
+        let body = RequestBody::Metadata(MetadataRequest {
+            topics: topics.to_vec(),
+        });
+        let decode: Decoder<MetadataResponse> = decode_metadata;
+        self.submit(body, true, 0, description, decode).await
+    }
+
+    /// PRODUCE `records` to `topic`/`partition`. `Ok(None)` for `ack = NONE` (returns once the
+    /// request is written; the broker sends no answer), `Ok(Some(_))` with the batch's base
+    /// offset otherwise.
+    pub async fn produce(
+        &self,
+        topic: &TopicName,
+        partition: i32,
+        ack: AckPolicy,
+        records: RecordSet,
+    ) -> Result<Option<ProduceResponse>, ClientError> {
+        self.submit_produce(topic, partition, ack, records)
+            .await?
+            .wait()
+            .await
+    }
+
+    /// FETCH (v1 when `request.long_poll` is `None`, v2 otherwise). The payload is raw segment
+    /// bytes and may end mid-record; [`Batch::from_fetch`](crate::Batch::from_fetch) turns it
+    /// into verified records.
+    pub async fn fetch(&self, request: FetchRequest) -> Result<FetchResponse, ClientError> {
+        self.submit_fetch(request).await?.wait().await
+    }
+
+    /// METADATA for `topics` (empty: all topics). Naming an unknown topic fails the whole
+    /// request with `UNKNOWN_TOPIC_OR_PARTITION`.
+    pub async fn metadata(&self, topics: &[TopicName]) -> Result<MetadataResponse, ClientError> {
+        self.submit_metadata(topics).await?.wait().await
+    }
+
+    async fn submit<T>(
+        &self,
+        body: RequestBody,
+        expects_response: bool,
+        extra_wait_ms: u64,
+        request: String,
+        decode: Decoder<T>,
+    ) -> Result<ResponseFuture<T>, ClientError> {
+        let handle = &*self.handle;
+        if let Some(reason) = handle.shared.closed_reason() {
+            return Err(ClientError::ConnectionClosed { reason });
+        }
+        let timeout_ms = handle
+            .config
+            .request_timeout_ms
+            .saturating_add(extra_wait_ms);
+        let deadline = deadline_after(timeout_ms);
+        let correlation_id = handle.ids.next();
+        let whole = Request {
+            correlation_id,
+            body,
+        };
+        let api = whole.api_key();
+        let frame_len = whole.encoded_len();
+        if frame_len - LEN_PREFIX_BYTES > MAX_FRAME_BYTES {
+            return Err(ClientError::RequestTooLarge {
+                size: frame_len - LEN_PREFIX_BYTES,
+                max: MAX_FRAME_BYTES,
+            });
+        }
+        let mut frame = BytesMut::with_capacity(frame_len);
+        whole.encode(&mut frame);
+        let (reply, receiver) = oneshot::channel();
+        let submission = Submission {
+            correlation_id,
+            api,
+            frame: frame.freeze(),
+            expects_response,
+            reply,
+        };
+        match tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await {
+            // Not on the wire yet: the queue is full, but the connection is not broken.
+            Err(_) => {
+                return Err(ClientError::Timeout {
+                    api: api.name(),
+                    correlation_id,
+                    timeout_ms,
+                });
+            }
+            Ok(Err(_)) => return Err(handle.shared.closed_error()),
+            Ok(Ok(())) => {}
+        }
+        Ok(ResponseFuture {
+            reply: receiver,
+            deadline,
+            timeout_ms,
+            correlation_id,
+            api,
+            shared: Arc::clone(&handle.shared),
+            request,
+            decode,
+        })
+    }
+}
+
+fn connect_error(addr: &str, error: std::io::Error) -> ClientError {
+    ClientError::Connect {
+        addr: addr.to_owned(),
+        source: Arc::new(error),
+    }
+}

@@ -1,0 +1,267 @@
+//! Answers: the raw frame a caller receives, its typed decoding, and [`ResponseFuture`], the
+//! second half of a two-phase call.
+//!
+//! Submitting and awaiting are separate on purpose. Submission puts the request into the
+//! writer's queue, which fixes its place on the wire; awaiting can happen later, elsewhere. A
+//! producer relies on this: it submits the batches of one partition one after another (so they
+//! reach the broker in order) and awaits their answers concurrently.
+
+use std::fmt;
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+use booblik_protocol::{
+    ApiKey, ErrorCode, FetchResponse, MetadataResponse, ProduceResponse, ResponseHeader, WireError,
+    WireMessage,
+};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::connection::shared::Shared;
+use crate::error::ClientError;
+
+/// A response frame as read: its header and its undecoded body (a slice of the frame).
+#[derive(Debug)]
+pub(crate) struct RawResponse {
+    pub(crate) header: ResponseHeader,
+    pub(crate) body: Bytes,
+}
+
+/// Turns what the reader delivered into the caller's type; `request` names the request for
+/// error messages.
+pub(crate) type Decoder<T> = fn(Option<RawResponse>, &str) -> Result<T, ClientError>;
+
+/// The answer to a submitted request, still on its way.
+///
+/// Await it (it implements `IntoFuture`) or call [`ResponseFuture::wait`]. The request timeout
+/// runs from the submission; when it passes, the connection is closed (see
+/// [`ConnectionConfig::request_timeout_ms`](crate::ConnectionConfig::request_timeout_ms)).
+/// Dropping it abandons the answer but not the request, which stays on the wire.
+pub struct ResponseFuture<T> {
+    pub(crate) reply: oneshot::Receiver<Result<Option<RawResponse>, ClientError>>,
+    pub(crate) deadline: Instant,
+    pub(crate) timeout_ms: u64,
+    pub(crate) correlation_id: i32,
+    pub(crate) api: ApiKey,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) request: String,
+    pub(crate) decode: Decoder<T>,
+}
+
+impl<T> fmt::Debug for ResponseFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("request", &self.request)
+            .field("correlation_id", &self.correlation_id)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> ResponseFuture<T> {
+    /// The request's correlationId.
+    pub fn correlation_id(&self) -> i32 {
+        self.correlation_id
+    }
+
+    /// Waits for the answer (or, for `ack = NONE`, for the write).
+    pub async fn wait(self) -> Result<T, ClientError> {
+        let Self {
+            reply,
+            deadline,
+            timeout_ms,
+            correlation_id,
+            api,
+            shared,
+            request,
+            decode,
+        } = self;
+        match tokio::time::timeout_at(deadline, reply).await {
+            Ok(Ok(Ok(raw))) => decode(raw, &request),
+            Ok(Ok(Err(error))) => Err(error),
+            // The writer dropped the request without an outcome: it stopped on a failure.
+            Ok(Err(_)) => Err(shared.closed_error()),
+            Err(_) => {
+                let error = ClientError::Timeout {
+                    api: api.name(),
+                    correlation_id,
+                    timeout_ms,
+                };
+                shared.fail(ClientError::closed(format!(
+                    "{request} (correlationId {correlation_id}) got no answer within \
+                     {timeout_ms} ms; later answers would queue behind it"
+                )));
+                Err(error)
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> IntoFuture for ResponseFuture<T> {
+    type Output = Result<T, ClientError>;
+    type IntoFuture = BoxFuture<'static, Result<T, ClientError>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.wait())
+    }
+}
+
+/// The body of a successful answer, or the broker's refusal.
+fn success_body(raw: RawResponse, request: &str) -> Result<Bytes, ClientError> {
+    match raw.header.error_code {
+        ErrorCode::None => Ok(raw.body),
+        code => Err(ClientError::Broker {
+            code,
+            request: request.to_owned(),
+        }),
+    }
+}
+
+/// PRODUCE: `None` when no answer was expected (`ack = NONE`).
+pub(crate) fn decode_produce(
+    raw: Option<RawResponse>,
+    request: &str,
+) -> Result<Option<ProduceResponse>, ClientError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let body = success_body(raw, request)?;
+    let (response, _) = ProduceResponse::decode(&body)?;
+    Ok(Some(response))
+}
+
+/// METADATA.
+pub(crate) fn decode_metadata(
+    raw: Option<RawResponse>,
+    request: &str,
+) -> Result<MetadataResponse, ClientError> {
+    let raw = raw.expect("METADATA always expects an answer");
+    let body = success_body(raw, request)?;
+    let (response, _) = MetadataResponse::decode(&body)?;
+    Ok(response)
+}
+
+/// FETCH: `int64 highWatermark, int32 payloadBytes, payload`, with the payload sliced out of
+/// the frame rather than copied (`FetchResponse::decode` copies, which is right for a codec
+/// that does not know where its bytes live, and wasteful here).
+pub(crate) fn decode_fetch(
+    raw: Option<RawResponse>,
+    request: &str,
+) -> Result<FetchResponse, ClientError> {
+    const WHAT: &str = "FETCH response";
+    const FIXED_BYTES: usize = 8 + 4;
+    let raw = raw.expect("FETCH always expects an answer");
+    let body = success_body(raw, request)?;
+    let Some((fixed, _)) = body.split_first_chunk::<FIXED_BYTES>() else {
+        return Err(WireError::UnexpectedEnd {
+            what: WHAT,
+            offset: 0,
+            need: FIXED_BYTES,
+            have: body.len(),
+        }
+        .into());
+    };
+    let high_watermark = i64::from_be_bytes(fixed[..8].try_into().expect("8 bytes"));
+    let payload_len = i32::from_be_bytes(fixed[8..].try_into().expect("4 bytes"));
+    let Ok(payload_len) = usize::try_from(payload_len) else {
+        return Err(WireError::InvalidField {
+            field: "payloadBytes",
+            value: i64::from(payload_len),
+            reason: "must not be negative",
+        }
+        .into());
+    };
+    let have = body.len() - FIXED_BYTES;
+    if have < payload_len {
+        return Err(WireError::UnexpectedEnd {
+            what: WHAT,
+            offset: FIXED_BYTES,
+            need: payload_len,
+            have,
+        }
+        .into());
+    }
+    if have > payload_len {
+        return Err(WireError::TrailingBytes {
+            what: WHAT,
+            offset: FIXED_BYTES + payload_len,
+            trailing: have - payload_len,
+        }
+        .into());
+    }
+    Ok(FetchResponse {
+        high_watermark,
+        payload: body.slice(FIXED_BYTES..),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{BufMut, BytesMut};
+
+    fn raw(code: ErrorCode, body: &[u8]) -> RawResponse {
+        RawResponse {
+            header: ResponseHeader {
+                correlation_id: 1,
+                error_code: code,
+            },
+            body: Bytes::copy_from_slice(body),
+        }
+    }
+
+    #[test]
+    fn a_fetch_payload_is_a_slice_of_the_frame() {
+        let mut body = BytesMut::new();
+        body.put_i64(42);
+        body.put_i32(3);
+        body.put_slice(b"abc");
+        let body = body.freeze();
+        let start = body.as_ptr() as usize;
+        let response = decode_fetch(
+            Some(RawResponse {
+                header: ResponseHeader {
+                    correlation_id: 1,
+                    error_code: ErrorCode::None,
+                },
+                body,
+            }),
+            "FETCH t/0",
+        )
+        .unwrap();
+        assert_eq!(response.high_watermark, 42);
+        assert_eq!(&response.payload[..], b"abc");
+        assert_eq!(
+            response.payload.as_ptr() as usize,
+            start + 12,
+            "copied, not sliced"
+        );
+    }
+
+    #[test]
+    fn a_fetch_body_shorter_than_its_payload_length_is_a_protocol_error() {
+        let mut body = Vec::new();
+        body.put_i64(1);
+        body.put_i32(10);
+        body.put_slice(b"abc");
+        assert!(matches!(
+            decode_fetch(Some(raw(ErrorCode::None, &body)), "FETCH t/0"),
+            Err(ClientError::Protocol(WireError::UnexpectedEnd { .. }))
+        ));
+    }
+
+    #[test]
+    fn an_error_code_becomes_a_broker_refusal_naming_the_request() {
+        let err =
+            decode_produce(Some(raw(ErrorCode::RecordTooLarge, &[])), "PRODUCE t/0").unwrap_err();
+        assert_eq!(err.broker_code(), Some(ErrorCode::RecordTooLarge));
+        assert!(err.to_string().contains("PRODUCE t/0"), "{err}");
+    }
+
+    #[test]
+    fn no_answer_to_a_produce_is_none() {
+        assert_eq!(decode_produce(None, "PRODUCE t/0").unwrap(), None);
+    }
+}

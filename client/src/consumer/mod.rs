@@ -1,0 +1,174 @@
+//! Consumers: a position in one partition, and two ways to move it.
+//!
+//! The position belongs to the consumer — the broker keeps none — so a [`Consumer`] is just a
+//! topic, a partition, an offset and a connection of its own. From it:
+//!
+//! * [`Consumer::replay`] reads history: up to the high watermark seen when the replay starts,
+//!   then ends ([`Replay::next_batch`] returns `Ok(None)`).
+//! * [`Consumer::follow`] never ends: FETCH v2 long polls wait at the broker (`max_wait_ms`)
+//!   for new records instead of asking again and again ([`Follow::next_batch`] returns only
+//!   non-empty batches).
+//!
+//! Both give [`Batch`]es of whole, CRC-verified records (rules in [`batch`]), advance the
+//! position to each batch's `next_offset`, and never skip a record: on an error the position
+//! stays where it was. The API is an async `next_batch()`; `into_stream()` adapts either to a
+//! `futures::Stream` that yields the first error and then ends.
+
+pub mod batch;
+pub mod config;
+mod follow;
+mod replay;
+mod source;
+
+use std::fmt;
+
+use booblik_protocol::{FetchRequest, LongPoll, TopicName};
+
+pub use batch::{Batch, Record};
+pub use config::{ConsumerConfig, StartPosition};
+pub use follow::Follow;
+pub use replay::Replay;
+pub use source::BatchSource;
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::error::ClientError;
+
+/// A position in one partition, with a connection of its own.
+pub struct Consumer {
+    client: Client,
+    connection: Option<Connection>,
+    topic: TopicName,
+    partition: i32,
+    position: i64,
+    config: ConsumerConfig,
+}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .field("position", &self.position)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Consumer {
+    /// Resolves `start` with METADATA (which also checks the partition exists) and opens the
+    /// consumer's connection.
+    pub(crate) async fn start(
+        client: Client,
+        topic: &str,
+        partition: i32,
+        start: StartPosition,
+        config: ConsumerConfig,
+    ) -> Result<Self, ClientError> {
+        config.validate()?;
+        let handle = client.topic(topic).await?;
+        let Some(metadata) = handle.partition(partition) else {
+            return Err(ClientError::UnknownPartition {
+                topic: handle.name().clone(),
+                partition,
+                partition_count: handle.partitions().len(),
+            });
+        };
+        let position = match start {
+            StartPosition::Earliest => metadata.log_start_offset,
+            StartPosition::Latest => metadata.high_watermark,
+            StartPosition::At(offset) if offset < 0 => {
+                return Err(ClientError::InvalidConfig(format!(
+                    "start offset {offset} is negative"
+                )));
+            }
+            StartPosition::At(offset) => offset,
+        };
+        let connection = client.open_connection().await?;
+        Ok(Self {
+            client,
+            connection: Some(connection),
+            topic: handle.name().clone(),
+            partition,
+            position,
+            config,
+        })
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &TopicName {
+        &self.topic
+    }
+
+    /// The partition.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// The next offset this consumer will read.
+    pub fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Moves the position (forwards or back).
+    pub fn seek(&mut self, offset: i64) {
+        self.position = offset;
+    }
+
+    /// The fetch settings.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.config
+    }
+
+    /// One FETCH at the position (v2 with the configured long poll when `long_poll`, else v1),
+    /// checked into a [`Batch`]. Advances the position to the batch's `next_offset`.
+    pub async fn fetch_batch(&mut self, long_poll: bool) -> Result<Batch, ClientError> {
+        let batch = self.fetch_at_position(long_poll).await?;
+        self.position = batch.next_offset;
+        Ok(batch)
+    }
+
+    /// Reads history up to the current high watermark (one METADATA call to learn it).
+    pub async fn replay(self) -> Result<Replay, ClientError> {
+        Replay::start(self).await
+    }
+
+    /// Follows the partition forever with long polls.
+    pub fn follow(self) -> Follow {
+        Follow::new(self)
+    }
+
+    /// The position does not move here; callers decide.
+    async fn fetch_at_position(&mut self, long_poll: bool) -> Result<Batch, ClientError> {
+        let request = FetchRequest {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            fetch_offset: self.position,
+            max_bytes: self.config.max_bytes,
+            long_poll: long_poll.then_some(LongPoll {
+                max_wait_ms: self.config.max_wait_ms,
+                min_bytes: self.config.min_bytes,
+            }),
+        };
+        let response = self.connection().await?.fetch(request).await?;
+        Batch::from_fetch(
+            &self.topic,
+            self.partition,
+            self.position,
+            self.config.max_bytes,
+            response,
+        )
+    }
+
+    /// The consumer's connection, reopened if it broke (FETCH is safe to repeat).
+    async fn connection(&mut self) -> Result<Connection, ClientError> {
+        if let Some(connection) = &self.connection
+            && !connection.is_closed()
+        {
+            return Ok(connection.clone());
+        }
+        let connection = self.client.open_connection().await?;
+        self.connection = Some(connection.clone());
+        Ok(connection)
+    }
+}
