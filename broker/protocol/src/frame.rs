@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn a_prefix_shorter_than_four_bytes_is_incomplete() {
         assert_eq!(check_frame(&[]), Ok(FrameStatus::Incomplete { need: 4 }));
-        assert_eq!(check_frame(&[0, 0]), Ok(FrameStatus::Incomplete { need: 2 }));
+        assert_eq!(
+            check_frame(&[0, 0]),
+            Ok(FrameStatus::Incomplete { need: 2 })
+        );
     }
 
     #[test]

@@ -88,7 +88,9 @@ impl std::str::FromStr for AckPolicy {
             "none" => Ok(Self::None),
             "written" => Ok(Self::Written),
             "forced" => Ok(Self::Forced),
-            other => Err(format!("unknown ack policy {other:?}: use none, written or forced")),
+            other => Err(format!(
+                "unknown ack policy {other:?}: use none, written or forced"
+            )),
         }
     }
 }
@@ -215,7 +217,11 @@ impl FetchRequest {
         }
         if let Some(lp) = self.long_poll {
             if lp.max_wait_ms < 0 {
-                return bad("maxWaitMillis", i64::from(lp.max_wait_ms), "must not be negative");
+                return bad(
+                    "maxWaitMillis",
+                    i64::from(lp.max_wait_ms),
+                    "must not be negative",
+                );
             }
             if lp.min_bytes < 0 {
                 return bad("minBytes", i64::from(lp.min_bytes), "must not be negative");

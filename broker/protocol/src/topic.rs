@@ -22,7 +22,9 @@ pub enum TopicNameError {
         len: usize,
     },
     /// A character outside `[A-Za-z0-9._-]`.
-    #[error("topic name contains {ch:?} at position {position}; allowed are letters, digits, '.', '_' and '-'")]
+    #[error(
+        "topic name contains {ch:?} at position {position}; allowed are letters, digits, '.', '_' and '-'"
+    )]
     InvalidChar {
         /// The offending character.
         ch: char,
@@ -95,12 +97,24 @@ mod tests {
     #[test]
     fn names_outside_the_rules_are_refused() {
         assert_eq!(TopicName::new(""), Err(TopicNameError::Empty));
-        assert_eq!(TopicName::new("a".repeat(250)), Err(TopicNameError::TooLong { len: 250 }));
+        assert_eq!(
+            TopicName::new("a".repeat(250)),
+            Err(TopicNameError::TooLong { len: 250 })
+        );
         assert_eq!(
             TopicName::new("a/b"),
-            Err(TopicNameError::InvalidChar { ch: '/', position: 1 })
+            Err(TopicNameError::InvalidChar {
+                ch: '/',
+                position: 1
+            })
         );
-        assert!(matches!(TopicName::new("тема"), Err(TopicNameError::InvalidChar { .. })));
-        assert!(matches!(TopicName::new("a b"), Err(TopicNameError::InvalidChar { .. })));
+        assert!(matches!(
+            TopicName::new("тема"),
+            Err(TopicNameError::InvalidChar { .. })
+        ));
+        assert!(matches!(
+            TopicName::new("a b"),
+            Err(TopicNameError::InvalidChar { .. })
+        ));
     }
 }
