@@ -287,7 +287,8 @@ proptest! {
                 + summary.lost,
             summary.tasks
         );
-        prop_assert!(summary.claims >= summary.wins + summary.lost_races);
+        // Every task is submitted here, so every dead-lettering is counted in `dead_lettered`.
+        prop_assert_eq!(summary.claims, summary.wins + summary.lost_races + summary.dead_lettered);
         prop_assert_eq!(summary.duplicate_effects, 0);
     }
 }

@@ -5,14 +5,14 @@
 //!
 //! 1. **Replay** the logs through [`QueueState`] and record the verdict on every claims record
 //!    (a trace of [`TraceStep`]s).
-//! 2. **Reference model** ([`reference`]): a second, naive implementation of the rules, written
+//! 2. **Reference model** (private module `reference`): a second, naive implementation of the rules, written
 //!    per task with local variables, re-derives every verdict; any difference is a
 //!    [`Violation::VerdictDisagreement`].
-//! 3. **Invariants** ([`invariants`]): properties the trace must have whatever the rules say —
+//! 3. **Invariants** (private module `invariants`): properties the trace must have whatever the rules say —
 //!    at most one accepted done per task; every accepted done carries the token of the last
 //!    claim that won before it; a claim displaces a lease only after it expired; nothing wins
 //!    after a task finished; no more wins than the attempt limit; every claimed task exists.
-//! 4. **Counters**: the state machine's running [`Counters`](crate::queue::state::Counters)
+//! 4. **Counters**: the state machine's running [`Counters`]
 //!    must equal the verifier's own count over the trace.
 //! 5. **Lost tasks**: every submitted task is completed, dead-lettered, in flight, pending or
 //!    lost, as of a clock reading the caller passes in ([`VerifyConfig`]).
