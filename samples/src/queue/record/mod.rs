@@ -35,9 +35,6 @@ use serde::{Serialize, de::DeserializeOwned};
 /// The format version this code writes and the only one it reads.
 pub const FORMAT_VERSION: u8 = 1;
 
-/// Bytes taken by the version prefix in front of the postcard body.
-pub const VERSION_PREFIX_BYTES: usize = 1;
-
 /// Why a byte string is not a record this code understands.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
