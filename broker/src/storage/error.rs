@@ -1,0 +1,97 @@
+//! Everything the storage can refuse or fail with.
+//!
+//! Refusals the protocol has a code for ([`StorageError::RecordTooLarge`],
+//! [`StorageError::OffsetOutOfRange`]) are separate from failures of the log itself
+//! ([`StorageError::Poisoned`], [`StorageError::Corrupt`], [`StorageError::Io`]): a server answers
+//! the first kind and stops trusting the partition on the second.
+
+use std::path::PathBuf;
+
+/// A storage refusal or failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A record cannot fit even an empty segment (`size + 8 > segment capacity`). It is refused,
+    /// never truncated.
+    #[error("record of {size} bytes exceeds the largest record a segment can hold ({max} bytes)")]
+    RecordTooLarge {
+        /// Payload bytes of the largest record in the batch.
+        size: usize,
+        /// Largest payload a segment can hold.
+        max: usize,
+    },
+    /// A read asked for an offset outside `[log_start_offset, high_watermark]`.
+    #[error(
+        "offset {offset} is outside the log [{log_start_offset}, {high_watermark}] (start, high watermark)"
+    )]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// First offset still in the log.
+        log_start_offset: i64,
+        /// Offset the next appended record will get.
+        high_watermark: i64,
+    },
+    /// An fsync (or a write) failed earlier; the partition no longer knows what is on disk and
+    /// refuses every append from then on.
+    #[error("partition is poisoned and refuses appends: {cause}")]
+    Poisoned {
+        /// What failed first.
+        cause: String,
+    },
+    /// Recovery found damage it will not repair silently: complete records after a corrupt one,
+    /// or a broken segment that is not the last.
+    #[error("corrupt log in {path} at byte {position}: {reason}")]
+    Corrupt {
+        /// The segment file.
+        path: PathBuf,
+        /// Byte position of the damage inside that file.
+        position: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An I/O call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        context: String,
+        /// The error from the operating system.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The storage was closed.
+    #[error("storage is closed")]
+    Closed,
+    /// Another `Storage` (in this or another process) holds the data directory's lock.
+    #[error("data directory {path} is in use by another broker (lock file held)")]
+    DataDirLocked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// A setting breaks a limit.
+    #[error("invalid storage configuration: {reason}")]
+    InvalidConfig {
+        /// Which setting and why.
+        reason: String,
+    },
+}
+
+impl StorageError {
+    /// Wraps an I/O error with what was being done.
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        StorageError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Adds context to `io::Result`s at the call site: `file.sync_data().context(|| ...)`.
+pub(crate) trait IoContext<T> {
+    fn context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T, StorageError>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T, StorageError> {
+        self.map_err(|source| StorageError::io(context(), source))
+    }
+}

@@ -1,0 +1,53 @@
+//! Test seams: ways for tests to make the real writer do something rare on demand.
+//!
+//! An fsync failure cannot be provoked portably on a healthy disk (it needs a failing device or
+//! a fault-injecting device-mapper target), yet "an fsync failure poisons the partition" must be
+//! tested. Every fsync and fdatasync the storage issues goes through
+//! [`Durability`](super::durability::Durability), which asks these hooks first. Likewise "all
+//! FORCED waiters present at the same time share one fsync" needs the waiters to *be* present at
+//! the same time, which a test can only guarantee by holding the writer for a moment.
+//!
+//! The hooks are public (integration tests are another crate) but hidden from the docs; nothing
+//! in the broker arms them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Failure injection and pausing for tests. See the module docs.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct TestHooks {
+    fail_next_fsync: AtomicBool,
+    writer_gate: Mutex<()>,
+}
+
+impl TestHooks {
+    /// Makes the next fsync (or fdatasync) issued by this partition fail with an I/O error.
+    pub fn fail_next_fsync(&self) {
+        self.fail_next_fsync.store(true, Ordering::SeqCst);
+    }
+
+    /// Holds the partition's writer before it drains its queue, for as long as the guard lives:
+    /// commands queue up meanwhile and are then handled as one group.
+    pub fn pause_writer(&self) -> MutexGuard<'_, ()> {
+        self.writer_gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Returns the injected failure, once, if one is armed.
+    pub(crate) fn take_fsync_failure(&self) -> Option<std::io::Error> {
+        self.fail_next_fsync
+            .swap(false, Ordering::SeqCst)
+            .then(|| std::io::Error::other("injected fsync failure (test hook)"))
+    }
+
+    /// Called by the writer before it drains its queue: waits while a test holds the gate.
+    pub(crate) fn pass_writer_gate(&self) {
+        drop(
+            self.writer_gate
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! A partition's log as its writer sees it: the active segment, rolling, syncing, retention.
+//!
+//! Only the partition's writer thread owns a [`PartitionLog`]; readers go through the shared
+//! [`LogView`]. Appending a batch:
+//!
+//! 1. refuse it whole if any record could not fit even an empty segment (`RECORD_TOO_LARGE`);
+//! 2. write as many records as fit the active segment; when the next one does not fit, *roll*:
+//!    seal the active segment (publish, fsync, trim in MAPPED mode), create the next segment
+//!    named by the next offset, fsync the directory, and continue there;
+//! 3. publish the segment end, then the high watermark.
+//!
+//! A record is therefore never split or truncated, and it never moves once it has an offset.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use booblik_protocol::{RecordSet, record_bytes};
+use tracing::info;
+
+use super::active::ActiveSegment;
+use super::config::WriteMode;
+use super::durability::Durability;
+use super::error::{IoContext, StorageError};
+use super::log_view::{LogEnd, LogView};
+use super::recovery::recover_partition;
+use super::retention::{RetentionPolicy, SealedSegmentFacts, segments_to_drop};
+use super::segment::Segment;
+
+/// What was appended: the first offset of the batch and the offset after its last record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Offset of the batch's first record.
+    pub base_offset: i64,
+    /// Offset the next record will get (the high watermark after this batch).
+    pub log_end_offset: i64,
+}
+
+/// The settings one partition's log needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogSettings {
+    pub(crate) write_mode: WriteMode,
+    pub(crate) segment_bytes: u64,
+    pub(crate) index_interval_bytes: u32,
+    pub(crate) retention: RetentionPolicy,
+}
+
+impl LogSettings {
+    /// Largest payload a record may have.
+    pub(crate) fn max_payload_bytes(&self) -> usize {
+        (self.segment_bytes as usize).saturating_sub(record_bytes(0))
+    }
+}
+
+/// The writer's side of one partition's log.
+#[derive(Debug)]
+pub(crate) struct PartitionLog {
+    dir: PathBuf,
+    settings: LogSettings,
+    view: Arc<LogView>,
+    active: ActiveSegment,
+    durability: Durability,
+}
+
+impl PartitionLog {
+    /// Opens (recovering) or creates the log in `dir`, which must exist.
+    pub(crate) fn open(
+        dir: PathBuf,
+        settings: LogSettings,
+        durability: Durability,
+    ) -> Result<Self, StorageError> {
+        let recovered = recover_partition(&dir, settings.index_interval_bytes, &durability)?;
+        let mut segments = Vec::with_capacity(recovered.len().max(1));
+        let mut log_bytes = 0u64;
+        for segment in recovered {
+            let size = u64::from(segment.end.position);
+            segments.push(Arc::new(Segment::new(
+                segment.base_offset,
+                log_bytes,
+                segment.path,
+                segment.file,
+                segment.end,
+                segment.index,
+            )));
+            log_bytes += size;
+        }
+        let active = if let Some(last) = segments.last() {
+            ActiveSegment::resume(
+                Arc::clone(last),
+                settings.write_mode,
+                settings.segment_bytes,
+            )?
+        } else {
+            let active = ActiveSegment::create(
+                &dir,
+                0,
+                0,
+                settings.write_mode,
+                settings.segment_bytes,
+                settings.index_interval_bytes,
+            )?;
+            durability.sync_dir(&dir)?;
+            segments.push(Arc::clone(active.segment()));
+            active
+        };
+        let view = Arc::new(LogView::new(segments));
+        info!(
+            dir = %dir.display(),
+            segments = view.segment_count(),
+            log_start_offset = view.log_start_offset(),
+            high_watermark = view.high_watermark(),
+            write_mode = %settings.write_mode,
+            "opened partition log"
+        );
+        Ok(Self {
+            dir,
+            settings,
+            view,
+            active,
+            durability,
+        })
+    }
+
+    /// The reader-visible side.
+    pub(crate) fn view(&self) -> &Arc<LogView> {
+        &self.view
+    }
+
+    /// Appends a batch; see the module docs. The records get consecutive offsets.
+    pub(crate) fn append(&mut self, records: &RecordSet) -> Result<Appended, StorageError> {
+        let max = self.settings.max_payload_bytes();
+        let largest = records.max_payload_len();
+        if largest > max {
+            return Err(StorageError::RecordTooLarge { size: largest, max });
+        }
+        let base_offset = self.active.next_offset();
+        let mut payloads = records.iter().peekable();
+        let mut fitting: Vec<&[u8]> = Vec::with_capacity(records.count());
+        while payloads.peek().is_some() {
+            let mut room = self.active.room_bytes();
+            fitting.clear();
+            while let Some(payload) = payloads.next_if(|p| record_bytes(p.len()) as u64 <= room) {
+                room -= record_bytes(payload.len()) as u64;
+                fitting.push(payload);
+            }
+            if fitting.is_empty() {
+                // The next record fits an empty segment (checked above) but not this one.
+                debug_assert!(!self.active.is_empty());
+                self.roll()?;
+            } else {
+                self.active.write(&fitting)?;
+            }
+        }
+        self.active.publish();
+        let log_end_offset = self.active.next_offset();
+        self.view.publish(LogEnd {
+            high_watermark: log_end_offset,
+            log_bytes: self.active.log_bytes_end(),
+        });
+        Ok(Appended {
+            base_offset,
+            log_end_offset,
+        })
+    }
+
+    /// Makes everything appended so far durable (one `fdatasync`, after an `msync` in MAPPED
+    /// mode). Sealed segments were synced when they were sealed.
+    pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
+        self.active.sync(&self.durability)
+    }
+
+    /// Seals the active segment and starts the next one at the next offset.
+    fn roll(&mut self) -> Result<(), StorageError> {
+        self.active.seal(&self.durability)?;
+        let next = ActiveSegment::create(
+            &self.dir,
+            self.active.next_offset(),
+            self.active.log_bytes_end(),
+            self.settings.write_mode,
+            self.settings.segment_bytes,
+            self.settings.index_interval_bytes,
+        )?;
+        self.durability.sync_dir(&self.dir)?;
+        self.view.push_segment(Arc::clone(next.segment()));
+        self.active = next;
+        Ok(())
+    }
+
+    /// Drops the sealed segments the retention policy no longer keeps; returns how many.
+    pub(crate) fn enforce_retention(&mut self, now: SystemTime) -> Result<usize, StorageError> {
+        if self.settings.retention.is_disabled() {
+            return Ok(0);
+        }
+        let segments = self.view.snapshot();
+        let (active, sealed) = segments.split_last().expect("a log has an active segment");
+        let mut facts = Vec::with_capacity(sealed.len());
+        for segment in sealed {
+            let last_modified = segment
+                .file()
+                .metadata()
+                .and_then(|m| m.modified())
+                .context(|| format!("stat of {}", segment.path().display()))?;
+            facts.push(SealedSegmentFacts {
+                size_bytes: u64::from(segment.end().position),
+                last_modified,
+            });
+        }
+        let active_bytes = u64::from(active.end().position);
+        let count = segments_to_drop(self.settings.retention, &facts, active_bytes, now);
+        if count == 0 {
+            return Ok(0);
+        }
+        let removed = self.view.remove_oldest(count);
+        for segment in &removed {
+            if let Err(error) = segment.retire() {
+                tracing::warn!(%error, "retention could not rename a segment; it is unlinked when unpinned");
+            }
+        }
+        self.durability.sync_dir(&self.dir)?;
+        info!(
+            dir = %self.dir.display(),
+            dropped_segments = count,
+            log_start_offset = self.view.log_start_offset(),
+            "retention dropped old segments"
+        );
+        // Segments nobody reads are unlinked here; pinned ones when their reader lets go.
+        drop(removed);
+        Ok(count)
+    }
+
+    /// Seals the active segment for a clean stop: sync, and in MAPPED mode unmap and trim.
+    pub(crate) fn close(mut self) -> Result<(), StorageError> {
+        self.active.seal(&self.durability)
+    }
+}

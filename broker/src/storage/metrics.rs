@@ -1,0 +1,105 @@
+//! What the storage counts: exported through the `metrics` crate (labels `topic`, `partition`)
+//! and kept in plain atomics for [`Partition::stats`](super::Partition::stats), which tests read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use metrics::{Counter, Histogram};
+
+/// Counter: fsync/fdatasync calls (segment data and directories).
+pub const FSYNCS_TOTAL: &str = "booblik_storage_fsyncs_total";
+/// Histogram: FORCED appends answered by one group-commit fsync.
+pub const FSYNC_GROUP_SIZE: &str = "booblik_storage_fsync_group_size";
+/// Counter: records appended.
+pub const APPENDED_RECORDS_TOTAL: &str = "booblik_storage_appended_records_total";
+
+/// Registers descriptions of the storage metrics with the installed recorder.
+pub fn describe_metrics() {
+    metrics::describe_counter!(
+        FSYNCS_TOTAL,
+        "fsync and fdatasync calls issued by the storage"
+    );
+    metrics::describe_histogram!(
+        FSYNC_GROUP_SIZE,
+        "FORCED appends acknowledged by one group-commit fsync"
+    );
+    metrics::describe_counter!(APPENDED_RECORDS_TOTAL, "records appended to the log");
+}
+
+/// A snapshot of one partition's counters and shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionStats {
+    /// fsync/fdatasync calls so far (segment data and directories).
+    pub fsyncs: u64,
+    /// Group-commit fsyncs that answered FORCED appends.
+    pub forced_groups: u64,
+    /// Records appended since the partition was opened.
+    pub appended_records: u64,
+    /// Segment files in the log (sealed and active).
+    pub segments: usize,
+    /// Entries of the sparse offset indexes of all segments.
+    pub index_entries: usize,
+    /// Appends waiting in the writer queue.
+    pub queued_appends: usize,
+    /// First offset in the log.
+    pub log_start_offset: i64,
+    /// Offset the next record will get.
+    pub high_watermark: i64,
+    /// True once an fsync or write failed.
+    pub poisoned: bool,
+}
+
+/// The metric handles and plain counters of one partition.
+#[derive(Debug)]
+pub(crate) struct PartitionMetrics {
+    fsyncs_metric: Counter,
+    group_size_metric: Histogram,
+    appended_metric: Counter,
+    fsyncs: AtomicU64,
+    forced_groups: AtomicU64,
+    appended_records: AtomicU64,
+}
+
+impl PartitionMetrics {
+    pub(crate) fn new(topic: &str, partition: i32) -> Self {
+        let labels = [
+            ("topic", topic.to_owned()),
+            ("partition", partition.to_string()),
+        ];
+        Self {
+            fsyncs_metric: metrics::counter!(FSYNCS_TOTAL, &labels),
+            group_size_metric: metrics::histogram!(FSYNC_GROUP_SIZE, &labels),
+            appended_metric: metrics::counter!(APPENDED_RECORDS_TOTAL, &labels),
+            fsyncs: AtomicU64::new(0),
+            forced_groups: AtomicU64::new(0),
+            appended_records: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn fsynced(&self) {
+        self.fsyncs_metric.increment(1);
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn forced_group(&self, waiters: usize) {
+        self.group_size_metric.record(waiters as f64);
+        self.forced_groups.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn appended(&self, records: usize) {
+        self.appended_metric.increment(records as u64);
+        self.appended_records
+            .fetch_add(records as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn fsyncs(&self) -> u64 {
+        self.fsyncs.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn forced_groups(&self) -> u64 {
+        self.forced_groups.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn appended_records(&self) -> u64 {
+        self.appended_records.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,71 @@
+//! The broker's log storage: per partition, a sequence of segment files with gap-free offsets,
+//! one writer thread with group commit, crash recovery, and retention.
+//!
+//! # On disk
+//!
+//! ```text
+//! <data_dir>/.lock                         advisory lock: one broker per data directory
+//! <data_dir>/<topic>-<partition>/%020d.log segments, named by the offset of their first record
+//! record: int32 length (≥ 1) | int32 crc32c(payload) | payload
+//! ```
+//!
+//! A segment is a plain concatenation of records; a zero length (or the end of the file) ends
+//! it. The same bytes are what a FETCH sends, unparsed. `docs/storage.md` describes the format,
+//! recovery, durability per ack policy and write mode, and retention in prose.
+//!
+//! # Layout
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`config`] | [`StorageConfig`], [`WriteMode`], limits |
+//! | `error` | [`StorageError`] |
+//! | `registry` | [`Storage`]: all partitions, the data directory lock |
+//! | `partition` | [`Partition`]: append, read, long-poll wait, stats |
+//! | `writer` | the writer thread, its bounded queue, group commit |
+//! | `log` | the writer's view of a partition: append, roll, sync, retention |
+//! | `log_view` | what readers see: segment list, high watermark, the read path |
+//! | `segment` | one segment file shared by readers and the writer; pinning and deletion |
+//! | `active` | appending to the active segment in MAPPED or FILE mode |
+//! | `mapping` | the memory mapping (the storage's only `unsafe`) |
+//! | `index` | the sparse offset index |
+//! | `recovery` | validating segments on open, torn tails vs corruption |
+//! | `retention` | which old segments to drop |
+//! | `durability` | every fsync, in one place |
+//! | `poison` | the state after an fsync failure |
+//! | `read_slice` | [`ReadSlice`]: the bytes of a FETCH, pinning their segment |
+//! | `metrics` | metric names, [`PartitionStats`] |
+//! | `hooks` | test seams (hidden) |
+
+mod active;
+pub mod config;
+mod durability;
+mod error;
+mod hooks;
+mod index;
+mod log;
+mod log_view;
+// memmap2's `map_mut` is unsafe (another process could change the mapped file); the module
+// documents why it is sound here.
+#[allow(unsafe_code)]
+mod mapping;
+mod metrics;
+mod partition;
+mod poison;
+mod read_slice;
+mod recovery;
+mod registry;
+mod retention;
+mod segment;
+mod writer;
+
+pub use config::{StorageConfig, UnknownWriteMode, WriteMode};
+pub use error::StorageError;
+#[doc(hidden)]
+pub use hooks::TestHooks;
+pub use log::Appended;
+pub use metrics::{
+    APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, PartitionStats, describe_metrics,
+};
+pub use partition::Partition;
+pub use read_slice::ReadSlice;
+pub use registry::{LOCK_FILE_NAME, Storage};

@@ -1,0 +1,313 @@
+//! One partition: the handle the server appends to and reads from.
+//!
+//! A [`Partition`] ties together the reader-visible [`LogView`], the queue into the partition's
+//! writer thread, and the poisoned flag. Appends are checked here first (too large, poisoned)
+//! so a refusal never costs a trip through the queue; then they wait for room in the queue,
+//! which is the backpressure producers feel when the disk falls behind.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use booblik_protocol::{AckPolicy, RecordSet, TopicName};
+use tokio::sync::oneshot;
+
+use super::config::StorageConfig;
+use super::durability::Durability;
+use super::error::{IoContext, StorageError};
+use super::hooks::TestHooks;
+use super::log::{Appended, LogSettings, PartitionLog};
+use super::log_view::LogView;
+use super::metrics::{PartitionMetrics, PartitionStats};
+use super::poison::Poison;
+use super::read_slice::ReadSlice;
+use super::retention::RetentionPolicy;
+use super::writer::{Command, Writer, WriterQueue};
+
+/// One partition of one topic: an append-only log of records with gap-free offsets.
+pub struct Partition {
+    topic: TopicName,
+    id: i32,
+    max_payload_bytes: usize,
+    view: Arc<LogView>,
+    queue: WriterQueue,
+    poison: Arc<Poison>,
+    metrics: Arc<PartitionMetrics>,
+    hooks: Arc<TestHooks>,
+    closed: AtomicBool,
+    writer: Mutex<Option<JoinHandle<Result<(), StorageError>>>>,
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition")
+            .field("topic", &self.topic)
+            .field("id", &self.id)
+            .field("log_start_offset", &self.log_start_offset())
+            .field("high_watermark", &self.high_watermark())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Partition {
+    /// Opens (recovering) the partition's directory `<data_dir>/<topic>-<id>/`, creating it if
+    /// needed, and starts its writer thread.
+    pub(crate) fn open(
+        topic: &TopicName,
+        id: i32,
+        config: &StorageConfig,
+    ) -> Result<Partition, StorageError> {
+        let label = format!("{topic}-{id}");
+        let dir = config.data_dir.join(&label);
+        let metrics = Arc::new(PartitionMetrics::new(topic.as_str(), id));
+        let hooks = Arc::new(TestHooks::default());
+        let durability = Durability::new(Arc::clone(&hooks), Arc::clone(&metrics));
+        create_dir_durably(&dir, &config.data_dir, &durability)?;
+        let settings = LogSettings {
+            write_mode: config.write_mode,
+            segment_bytes: config.segment_bytes,
+            index_interval_bytes: config.index_interval_bytes,
+            retention: RetentionPolicy {
+                retention_bytes: config.retention_bytes,
+                retention_ms: config.retention_ms,
+            },
+        };
+        let log = PartitionLog::open(dir, settings, durability)?;
+        let view = Arc::clone(log.view());
+        let (queue, commands) = WriterQueue::new(config.writer_queue_depth);
+        let poison = Arc::new(Poison::default());
+        let writer = Writer {
+            label: label.clone(),
+            log,
+            commands,
+            poison: Arc::clone(&poison),
+            metrics: Arc::clone(&metrics),
+            hooks: Arc::clone(&hooks),
+            retention_check_interval: Duration::from_millis(config.retention_check_interval_ms),
+        }
+        .spawn()
+        .context(|| format!("starting the writer thread of {label}"))?;
+        Ok(Partition {
+            topic: topic.clone(),
+            id,
+            max_payload_bytes: settings.max_payload_bytes(),
+            view,
+            queue,
+            poison,
+            metrics,
+            hooks,
+            closed: AtomicBool::new(false),
+            writer: Mutex::new(Some(writer)),
+        })
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &TopicName {
+        &self.topic
+    }
+
+    /// The partition id.
+    pub fn id(&self) -> i32 {
+        self.id
+    }
+
+    /// Largest record payload accepted (`segment_bytes - 8`).
+    pub fn max_record_bytes(&self) -> usize {
+        self.max_payload_bytes
+    }
+
+    /// Appends `records`, which get consecutive offsets in arrival order.
+    ///
+    /// Refuses at once, without queueing, a batch holding a record larger than an empty segment
+    /// can take ([`StorageError::RecordTooLarge`]) and any batch once the partition is poisoned.
+    /// Then waits for room in the writer queue (backpressure). The answer depends on `ack`:
+    ///
+    /// * `None`: `Ok(None)` as soon as the batch is queued; it is still appended, in order;
+    /// * `Written`: after the bytes are written and the offsets visible to readers;
+    /// * `Forced`: after an fsync covering the batch (shared with every FORCED batch of its group).
+    ///
+    /// Dropping the future after the batch was queued does not withdraw it.
+    pub async fn append(
+        &self,
+        records: RecordSet,
+        ack: AckPolicy,
+    ) -> Result<Option<Appended>, StorageError> {
+        let largest = records.max_payload_len();
+        if largest > self.max_payload_bytes {
+            return Err(StorageError::RecordTooLarge {
+                size: largest,
+                max: self.max_payload_bytes,
+            });
+        }
+        self.poison.check()?;
+        let permit = self.queue.reserve().await?;
+        let (reply, answer) = match ack {
+            AckPolicy::None => (None, None),
+            AckPolicy::Written | AckPolicy::Forced => {
+                let (reply, answer) = oneshot::channel();
+                (Some(reply), Some(answer))
+            }
+        };
+        self.queue.push(Command::Append {
+            records,
+            ack,
+            reply,
+            permit,
+        })?;
+        let Some(answer) = answer else {
+            return Ok(None);
+        };
+        match answer.await {
+            Ok(result) => result.map(Some),
+            Err(_) => Err(self.stopped()),
+        }
+    }
+
+    /// First offset still in the log (moves forward with retention).
+    pub fn log_start_offset(&self) -> i64 {
+        self.view.log_start_offset()
+    }
+
+    /// Offset the next record will get; every offset below it is written and readable.
+    pub fn high_watermark(&self) -> i64 {
+        self.view.high_watermark()
+    }
+
+    /// Waits until at least `max(min_bytes, 1)` bytes of records exist past `fetch_offset`, or
+    /// until `deadline`. Returns at once when `fetch_offset` is outside the log (the read that
+    /// follows answers OFFSET_OUT_OF_RANGE). Woken by the writer publishing a new high
+    /// watermark, never by polling; holds no segment while it waits, so it never delays
+    /// retention.
+    pub async fn wait_for_bytes(
+        &self,
+        fetch_offset: i64,
+        min_bytes: u64,
+        deadline: tokio::time::Instant,
+    ) {
+        let wanted = min_bytes.max(1);
+        let mut ends = self.view.subscribe();
+        let mut start_bytes = None;
+        loop {
+            let end = *ends.borrow_and_update();
+            if start_bytes.is_none() {
+                if fetch_offset < self.view.log_start_offset() {
+                    return;
+                }
+                if fetch_offset < end.high_watermark {
+                    match self.view.log_position_of(fetch_offset) {
+                        Some(position) => start_bytes = Some(position),
+                        None => return,
+                    }
+                } else if fetch_offset == end.high_watermark {
+                    start_bytes = Some(end.log_bytes);
+                } else if fetch_offset > self.view.high_watermark() {
+                    return;
+                }
+                // Otherwise the watermark moved past `end` already; the next update catches up.
+            }
+            if let Some(start) = start_bytes
+                && end.log_bytes.saturating_sub(start) >= wanted
+            {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, ends.changed()).await {
+                Ok(Ok(())) => {}
+                // Deadline, or the log is gone.
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
+    }
+
+    /// The raw bytes from the record at `fetch_offset`: `min(max_bytes, rest of that segment)`,
+    /// possibly ending mid-record, never crossing a segment boundary. Empty at the high
+    /// watermark; [`StorageError::OffsetOutOfRange`] outside `[log_start_offset,
+    /// high_watermark]`. The slice pins its segment until dropped.
+    pub fn read(&self, fetch_offset: i64, max_bytes: u32) -> Result<ReadSlice, StorageError> {
+        self.view.read(fetch_offset, max_bytes)
+    }
+
+    /// Applies the retention policy now (it also runs every `retention_check_interval_ms`).
+    /// Returns the number of segments dropped.
+    pub async fn enforce_retention(&self) -> Result<usize, StorageError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.push(Command::EnforceRetention { reply })?;
+        answer.await.map_err(|_| self.stopped())?
+    }
+
+    /// Counters and shape of the partition, cheap to read.
+    pub fn stats(&self) -> PartitionStats {
+        PartitionStats {
+            fsyncs: self.metrics.fsyncs(),
+            forced_groups: self.metrics.forced_groups(),
+            appended_records: self.metrics.appended_records(),
+            segments: self.view.segment_count(),
+            index_entries: self.view.index_entries(),
+            queued_appends: self.queue.queued(),
+            log_start_offset: self.view.log_start_offset(),
+            high_watermark: self.view.high_watermark(),
+            poisoned: self.poison.is_poisoned(),
+        }
+    }
+
+    /// Blocking: lets the writer finish everything queued, syncs and stops it. Later appends
+    /// fail with [`StorageError::Closed`]. Idempotent; reports a poisoned partition as an error.
+    pub fn close(&self) -> Result<(), StorageError> {
+        self.closed.store(true, Ordering::SeqCst);
+        self.queue.close();
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match writer {
+            Some(writer) => writer.join().unwrap_or_else(|_| {
+                Err(StorageError::Poisoned {
+                    cause: format!("the writer thread of {}-{} panicked", self.topic, self.id),
+                })
+            }),
+            None => self.poison.check(),
+        }
+    }
+
+    /// Failure injection for tests; see [`TestHooks`].
+    #[doc(hidden)]
+    pub fn test_hooks(&self) -> &TestHooks {
+        &self.hooks
+    }
+
+    /// Why an append got no answer: closed, poisoned, or a writer that died.
+    fn stopped(&self) -> StorageError {
+        if let Err(poisoned) = self.poison.check() {
+            return poisoned;
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return StorageError::Closed;
+        }
+        StorageError::Poisoned {
+            cause: format!("the writer thread of {}-{} stopped", self.topic, self.id),
+        }
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        if let Err(error) = self.close() {
+            tracing::warn!(topic = %self.topic, partition = self.id, %error, "closing partition on drop failed");
+        }
+    }
+}
+
+/// Creates `dir` if missing and makes its name durable in `parent`.
+fn create_dir_durably(
+    dir: &Path,
+    parent: &Path,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+    durability.sync_dir(parent)
+}

@@ -1,0 +1,454 @@
+//! Opening a partition directory after a clean stop or a crash: find the segments, validate
+//! every record, rebuild the sparse indexes, and decide what a damaged tail means.
+//!
+//! # Rules
+//!
+//! 1. Every `%020d.log` file is a segment; they are ordered by base offset, and each must start
+//!    exactly where the previous one ends (gap-free offsets). `*.log.deleted` files are leftovers
+//!    of retention and are removed.
+//! 2. Records are read from the start of each segment until the first one that is not a whole,
+//!    valid record. Where and how the scan stops is classified:
+//!    * the file ends after a whole record, or a **zero length** follows (the unwritten tail of a
+//!      MAPPED segment): the clean end of the segment;
+//!    * the last record **runs past the end** of the file (or its header is cut): a torn write;
+//!    * a whole record whose **CRC does not match**, with no valid record right after it: a torn
+//!      write (after a power loss, un-synced pages may persist in any order);
+//!    * a whole record whose CRC does not match **followed by a valid record**, or a **negative
+//!      length** (no writer ever produces one): corruption of committed data.
+//! 3. Only the *last* segment may end in a torn write: a segment is fsynced before the next one
+//!    is created, so damage anywhere else is corruption.
+//! 4. A torn tail is cut off (truncated) and the truncation is fsynced, so the next append
+//!    reuses the offset of the discarded record. In MAPPED mode the tail is cut to the valid end
+//!    too, which also throws away any half-written bytes beyond the zero length; the writer then
+//!    re-extends the file with zeros.
+//! 5. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
+//!    and byte position, because cutting there would silently delete acknowledged records.
+//!
+//! A corrupted *length* field hides where the next record starts, so that case cannot be told
+//! apart from a torn write when it hits the last segment; it is cut like one and logged at
+//! `warn` with the number of bytes discarded.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use booblik_protocol::{RECORD_HEADER_BYTES, RecordScanner, ScanEnd, crc32c};
+use tracing::{info, warn};
+
+use super::config::MAX_SEGMENT_BYTES;
+use super::durability::Durability;
+use super::error::{IoContext, StorageError};
+use super::index::SparseIndex;
+use super::segment::{DELETED_SUFFIX, SEGMENT_SUFFIX, SegmentEnd, parse_segment_file_name};
+
+/// Bytes read at a time while validating a segment (more when one record is larger).
+const RECOVERY_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// A segment as recovery left it: valid records only, indexed.
+#[derive(Debug)]
+pub(crate) struct RecoveredSegment {
+    pub(crate) base_offset: i64,
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) end: SegmentEnd,
+    pub(crate) index: SparseIndex,
+}
+
+/// Where and why the scan of one segment stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ScanStop {
+    /// The file ends exactly after the last whole record.
+    Clean,
+    /// A zero length follows the last whole record: unwritten space.
+    ZeroLength,
+    /// A torn write follows the last whole record.
+    Torn {
+        /// What was found.
+        reason: String,
+    },
+    /// Committed data is damaged.
+    Corrupt {
+        /// Byte position of the damage.
+        position: u64,
+        /// What was found.
+        reason: String,
+    },
+}
+
+/// The result of validating one segment file.
+#[derive(Debug)]
+pub(crate) struct ScanOutcome {
+    pub(crate) end: SegmentEnd,
+    pub(crate) index: SparseIndex,
+    pub(crate) stop: ScanStop,
+}
+
+/// Recovers every segment of the partition in `dir`, oldest first. An empty result means an
+/// empty directory.
+pub(crate) fn recover_partition(
+    dir: &Path,
+    index_interval_bytes: u32,
+    durability: &Durability,
+) -> Result<Vec<RecoveredSegment>, StorageError> {
+    let found = list_segments(dir, durability)?;
+    let count = found.len();
+    let mut recovered: Vec<RecoveredSegment> = Vec::with_capacity(count);
+    for (n, (base_offset, path)) in found.into_iter().enumerate() {
+        let is_last = n + 1 == count;
+        let segment =
+            recover_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
+        if let Some(previous) = recovered.last() {
+            let expected = previous.base_offset + i64::from(previous.end.record_count);
+            if segment.base_offset != expected {
+                return Err(StorageError::Corrupt {
+                    path: segment.path,
+                    position: 0,
+                    reason: format!(
+                        "segment starts at offset {} but the previous segment ({}) ends at offset {expected}",
+                        segment.base_offset,
+                        previous.path.display()
+                    ),
+                });
+            }
+        }
+        recovered.push(segment);
+    }
+    Ok(recovered)
+}
+
+/// The segment files in `dir`, sorted by base offset. Removes leftover `*.deleted` files.
+fn list_segments(dir: &Path, durability: &Durability) -> Result<Vec<(i64, PathBuf)>, StorageError> {
+    let mut segments = Vec::new();
+    let mut removed_leftovers = false;
+    let entries = std::fs::read_dir(dir).context(|| format!("listing {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let path = entry.path();
+        if name.ends_with(DELETED_SUFFIX) {
+            std::fs::remove_file(&path)
+                .context(|| format!("removing retired segment {}", path.display()))?;
+            info!(path = %path.display(), "removed a segment retired before the last stop");
+            removed_leftovers = true;
+        } else if let Some(base_offset) = parse_segment_file_name(name) {
+            segments.push((base_offset, path));
+        } else if name.ends_with(SEGMENT_SUFFIX) {
+            warn!(path = %path.display(), "ignoring a .log file whose name is not %020d.log");
+        }
+    }
+    if removed_leftovers {
+        durability.sync_dir(dir)?;
+    }
+    segments.sort_unstable_by_key(|(base, _)| *base);
+    Ok(segments)
+}
+
+fn recover_segment(
+    base_offset: i64,
+    path: PathBuf,
+    is_last: bool,
+    index_interval_bytes: u32,
+    durability: &Durability,
+) -> Result<RecoveredSegment, StorageError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .context(|| format!("opening segment {}", path.display()))?;
+    let file_len = file
+        .metadata()
+        .context(|| format!("stat of {}", path.display()))?
+        .len();
+    if file_len > MAX_SEGMENT_BYTES {
+        return Err(StorageError::Corrupt {
+            path,
+            position: MAX_SEGMENT_BYTES,
+            reason: format!("segment file has {file_len} bytes, more than {MAX_SEGMENT_BYTES}"),
+        });
+    }
+    let outcome = scan_segment(&file, file_len, index_interval_bytes)
+        .context(|| format!("reading segment {}", path.display()))?;
+    let end = u64::from(outcome.end.position);
+    match outcome.stop {
+        ScanStop::Clean => {}
+        ScanStop::ZeroLength => {
+            if file_len > end {
+                // A MAPPED segment that was not closed cleanly (or not trimmed when sealed).
+                // Cutting it also drops any half-written record behind the zero length.
+                cut_tail(&file, &path, end, durability)?;
+                if is_last {
+                    info!(
+                        path = %path.display(),
+                        end,
+                        file_len,
+                        "cleared the unwritten tail of the last segment (unclean stop)"
+                    );
+                }
+            }
+        }
+        ScanStop::Torn { reason } => {
+            if !is_last {
+                return Err(StorageError::Corrupt {
+                    path,
+                    position: end,
+                    reason: format!("{reason}, in a segment that is not the last"),
+                });
+            }
+            cut_tail(&file, &path, end, durability)?;
+            warn!(
+                path = %path.display(),
+                position = end,
+                discarded_bytes = file_len - end,
+                %reason,
+                "discarded a torn write at the end of the log"
+            );
+        }
+        ScanStop::Corrupt { position, reason } => {
+            return Err(StorageError::Corrupt {
+                path,
+                position,
+                reason,
+            });
+        }
+    }
+    Ok(RecoveredSegment {
+        base_offset,
+        path,
+        file,
+        end: outcome.end,
+        index: outcome.index,
+    })
+}
+
+/// Truncates `file` to `len` bytes and fsyncs the truncation.
+fn cut_tail(
+    file: &File,
+    path: &Path,
+    len: u64,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    file.set_len(len)
+        .context(|| format!("truncating {} to {len} bytes", path.display()))?;
+    durability.sync_all(file, path)
+}
+
+/// Validates the records of one segment file of `file_len` bytes from its start, building its
+/// sparse index. Reads in chunks; never allocates more than one chunk or one record.
+pub(crate) fn scan_segment(
+    file: &File,
+    file_len: u64,
+    index_interval_bytes: u32,
+) -> std::io::Result<ScanOutcome> {
+    let mut index = SparseIndex::new(index_interval_bytes);
+    let mut record_count = 0u32;
+    let mut position = 0u64;
+    let mut need = 0usize;
+    let mut buf = Vec::new();
+    let stop = loop {
+        let remaining = file_len - position;
+        if remaining == 0 {
+            break ScanStop::Clean;
+        }
+        let want = (RECOVERY_CHUNK_BYTES.max(need) as u64).min(remaining) as usize;
+        buf.resize(want, 0);
+        file.read_exact_at(&mut buf, position)?;
+        let mut scanner = RecordScanner::new(&buf);
+        let mut mismatch = None;
+        for record in scanner.by_ref() {
+            let at = position + record.position as u64;
+            if !record.crc_matches() {
+                mismatch = Some((at, at + record.encoded_len() as u64));
+                break;
+            }
+            index.on_record(record_count, at as u32);
+            record_count += 1;
+        }
+        if let Some((at, next)) = mismatch {
+            position = at;
+            break after_crc_mismatch(file, file_len, at, next)?;
+        }
+        match scanner.end().unwrap_or(ScanEnd::Clean) {
+            ScanEnd::Clean => {
+                position += buf.len() as u64;
+                need = 0;
+            }
+            ScanEnd::ZeroLength { position: p } => {
+                position += p as u64;
+                break ScanStop::ZeroLength;
+            }
+            ScanEnd::NegativeLength {
+                position: p,
+                length,
+            } => {
+                position += p as u64;
+                break ScanStop::Corrupt {
+                    position,
+                    reason: format!("negative record length {length}"),
+                };
+            }
+            ScanEnd::Partial {
+                position: p,
+                declared_len,
+                ..
+            } => {
+                position += p as u64;
+                let record_len = declared_len.map(|len| (RECORD_HEADER_BYTES + len) as u64);
+                match record_len {
+                    Some(len) if position + len > file_len => {
+                        break ScanStop::Torn {
+                            reason: format!(
+                                "record at byte {position} declares {len} bytes but the file ends at byte {file_len}"
+                            ),
+                        };
+                    }
+                    None if position + 4 > file_len => {
+                        break ScanStop::Torn {
+                            reason: format!(
+                                "record header at byte {position} is cut by the end of the file"
+                            ),
+                        };
+                    }
+                    // The record continues past this chunk: read again from its start.
+                    Some(len) => need = len as usize,
+                    None => need = RECORD_HEADER_BYTES,
+                }
+            }
+        }
+    };
+    Ok(ScanOutcome {
+        end: SegmentEnd {
+            record_count,
+            position: position as u32,
+        },
+        index,
+        stop,
+    })
+}
+
+/// A whole record at `at` failed its CRC. If a valid record starts right after it (at `next`),
+/// committed data was damaged; otherwise it is the torn last write.
+fn after_crc_mismatch(file: &File, file_len: u64, at: u64, next: u64) -> std::io::Result<ScanStop> {
+    Ok(if valid_record_at(file, file_len, next)? {
+        ScanStop::Corrupt {
+            position: at,
+            reason: format!(
+                "CRC mismatch in the record at byte {at}, and a valid record follows at byte {next}"
+            ),
+        }
+    } else {
+        ScanStop::Torn {
+            reason: format!("CRC mismatch in the last record (byte {at})"),
+        }
+    })
+}
+
+/// True when a whole record with a matching CRC starts at `position`.
+fn valid_record_at(file: &File, file_len: u64, position: u64) -> std::io::Result<bool> {
+    let header_end = position + RECORD_HEADER_BYTES as u64;
+    if header_end > file_len {
+        return Ok(false);
+    }
+    let mut header = [0u8; RECORD_HEADER_BYTES];
+    file.read_exact_at(&mut header, position)?;
+    let len = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+    if len <= 0 || header_end + len as u64 > file_len {
+        return Ok(false);
+    }
+    let stored_crc = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+    let mut payload = vec![0u8; len as usize];
+    file.read_exact_at(&mut payload, header_end)?;
+    Ok(crc32c(&payload) == stored_crc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use booblik_protocol::encode_record;
+    use std::io::Write;
+
+    fn file_with(bytes: &[u8]) -> File {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(bytes).unwrap();
+        file
+    }
+
+    fn scan(bytes: &[u8]) -> ScanOutcome {
+        scan_segment(&file_with(bytes), bytes.len() as u64, 4096).unwrap()
+    }
+
+    fn records(payloads: &[&[u8]]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for payload in payloads {
+            encode_record(payload, &mut buf);
+        }
+        buf
+    }
+
+    #[test]
+    fn whole_records_to_the_end_of_the_file_are_a_clean_end() {
+        let outcome = scan(&records(&[b"a", b"bb", b"ccc"]));
+        assert_eq!(outcome.stop, ScanStop::Clean);
+        assert_eq!(outcome.end.record_count, 3);
+        assert_eq!(outcome.end.position, 9 + 10 + 11);
+    }
+
+    #[test]
+    fn a_zero_length_ends_the_segment() {
+        let mut bytes = records(&[b"a"]);
+        bytes.extend_from_slice(&[0; 100]);
+        let outcome = scan(&bytes);
+        assert_eq!(outcome.stop, ScanStop::ZeroLength);
+        assert_eq!(outcome.end.position, 9);
+    }
+
+    #[test]
+    fn a_record_running_past_the_end_of_the_file_is_torn() {
+        let bytes = records(&[b"a", b"bbbb"]);
+        let outcome = scan(&bytes[..bytes.len() - 1]);
+        assert!(matches!(outcome.stop, ScanStop::Torn { .. }));
+        assert_eq!(outcome.end.record_count, 1);
+        let outcome = scan(&bytes[..11]);
+        assert!(matches!(outcome.stop, ScanStop::Torn { .. }));
+    }
+
+    #[test]
+    fn a_crc_mismatch_in_the_last_record_is_torn_but_in_the_middle_is_corrupt() {
+        let mut bytes = records(&[b"a", b"bb", b"ccc"]);
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        assert!(matches!(scan(&bytes).stop, ScanStop::Torn { .. }));
+        let mut bytes = records(&[b"a", b"bb", b"ccc"]);
+        bytes[9 + 8] ^= 0xff;
+        assert_eq!(
+            scan(&bytes).stop,
+            ScanStop::Corrupt {
+                position: 9,
+                reason:
+                    "CRC mismatch in the record at byte 9, and a valid record follows at byte 19"
+                        .into()
+            }
+        );
+    }
+
+    #[test]
+    fn records_larger_than_a_read_chunk_are_validated_whole() {
+        let big = vec![7u8; RECOVERY_CHUNK_BYTES + 10];
+        let bytes = records(&[b"x", &big, b"y"]);
+        let outcome = scan(&bytes);
+        assert_eq!(outcome.stop, ScanStop::Clean);
+        assert_eq!(outcome.end.record_count, 3);
+    }
+
+    #[test]
+    fn a_negative_length_is_corruption() {
+        let mut bytes = records(&[b"a", b"b"]);
+        bytes[9] = 0x80;
+        assert!(matches!(
+            scan(&bytes).stop,
+            ScanStop::Corrupt { position: 9, .. }
+        ));
+    }
+}

@@ -1,0 +1,290 @@
+//! One segment file as every thread sees it: the file, where its records end, its sparse index,
+//! and its deletion.
+//!
+//! A segment is shared through `Arc<Segment>`: the partition's segment list holds one reference,
+//! the writer holds one while the segment is active, and every [`ReadSlice`](super::ReadSlice)
+//! holds one while its bytes are being sent. That last reference is the *pin*: retention removes
+//! a segment from the list and renames its file to `<name>.deleted` at once, but the file is
+//! unlinked only when the last `Arc` is dropped, so a reader never loses the bytes it is sending.
+//!
+//! Readers learn how much of the segment is written from [`Segment::end`], which the writer
+//! publishes after the bytes are in place (release/acquire). The record count and the byte
+//! position are packed in one `AtomicU64`, so a reader always gets a matching pair.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{OnceLock, RwLock};
+
+use booblik_protocol::RECORD_HEADER_BYTES;
+use tracing::{debug, warn};
+
+use super::error::{IoContext, StorageError};
+use super::index::{IndexEntry, SparseIndex};
+
+/// Extension of a live segment file.
+pub(crate) const SEGMENT_SUFFIX: &str = ".log";
+/// Extension added to a segment file that retention removed while a reader still pinned it.
+pub(crate) const DELETED_SUFFIX: &str = ".deleted";
+/// Bytes read at a time while walking length prefixes forward from an index entry.
+const SCAN_CHUNK_BYTES: usize = 8 * 1024;
+
+/// `%020d.log`: the file name of the segment whose first record has `base_offset`.
+pub(crate) fn segment_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}{SEGMENT_SUFFIX}")
+}
+
+/// The base offset named by a segment file name, if it is one (`%020d.log`).
+pub(crate) fn parse_segment_file_name(name: &str) -> Option<i64> {
+    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// How far a segment is written: `record_count` records ending at byte `position`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SegmentEnd {
+    /// Records in the segment.
+    pub(crate) record_count: u32,
+    /// Bytes they occupy (the position where the next record goes).
+    pub(crate) position: u32,
+}
+
+impl SegmentEnd {
+    fn pack(self) -> u64 {
+        (u64::from(self.record_count) << 32) | u64::from(self.position)
+    }
+
+    fn unpack(packed: u64) -> Self {
+        Self {
+            record_count: (packed >> 32) as u32,
+            position: packed as u32,
+        }
+    }
+}
+
+/// A segment file shared by the writer, the partition's segment list and pinned readers.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    base_offset: i64,
+    /// Bytes of the partition's log before this segment, counted since the partition was
+    /// opened. Lets a long poll measure "bytes past an offset" across segments.
+    log_bytes_before: u64,
+    path: PathBuf,
+    file: File,
+    end: AtomicU64,
+    index: RwLock<SparseIndex>,
+    /// Set when retention removed the segment: the path to unlink when the last pin drops.
+    retired_path: OnceLock<PathBuf>,
+}
+
+impl Segment {
+    /// A segment over an open file whose first `end` bytes are valid records, indexed by `index`.
+    pub(crate) fn new(
+        base_offset: i64,
+        log_bytes_before: u64,
+        path: PathBuf,
+        file: File,
+        end: SegmentEnd,
+        index: SparseIndex,
+    ) -> Self {
+        Self {
+            base_offset,
+            log_bytes_before,
+            path,
+            file,
+            end: AtomicU64::new(end.pack()),
+            index: RwLock::new(index),
+            retired_path: OnceLock::new(),
+        }
+    }
+
+    /// Offset of the segment's first record.
+    pub(crate) fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes of the log before this segment (since the partition was opened).
+    pub(crate) fn log_bytes_before(&self) -> u64 {
+        self.log_bytes_before
+    }
+
+    /// The segment file's path (as created; see [`Segment::retire`]).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file: readers `pread` it, the server `sendfile`s from it, FILE mode `pwrite`s it.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// How far the segment is written, as last published by the writer.
+    pub(crate) fn end(&self) -> SegmentEnd {
+        SegmentEnd::unpack(self.end.load(Ordering::Acquire))
+    }
+
+    /// Offset the next record appended to this segment would get.
+    pub(crate) fn next_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.end().record_count)
+    }
+
+    /// Makes `end` visible to readers. Writer only, after the bytes and index entries are in place.
+    pub(crate) fn publish_end(&self, end: SegmentEnd) {
+        self.end.store(end.pack(), Ordering::Release);
+    }
+
+    /// Adds index entries for records the writer just wrote.
+    pub(crate) fn extend_index(&self, records: impl IntoIterator<Item = IndexEntry>) {
+        let mut index = self
+            .index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for entry in records {
+            index.on_record(entry.relative_offset, entry.position);
+        }
+    }
+
+    /// Number of sparse index entries (for tests and stats).
+    pub(crate) fn index_len(&self) -> usize {
+        self.index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Byte position of the record with `offset`, which must lie in
+    /// `[base_offset, base_offset + end.record_count]` (the upper bound gives `end.position`).
+    /// Binary search in the sparse index, then a forward walk over length prefixes.
+    pub(crate) fn position_of(&self, offset: i64, end: SegmentEnd) -> Result<u32, StorageError> {
+        let relative = offset - self.base_offset;
+        let relative = match u32::try_from(relative) {
+            Ok(r) if r <= end.record_count => r,
+            _ => {
+                return Err(self.corrupt(
+                    0,
+                    format!(
+                        "offset {offset} is not in this segment ({} records from {})",
+                        end.record_count, self.base_offset
+                    ),
+                ));
+            }
+        };
+        if relative == end.record_count {
+            return Ok(end.position);
+        }
+        let start = self
+            .index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .floor(relative);
+        let mut current = start.relative_offset;
+        let mut position = u64::from(start.position);
+        let limit = u64::from(end.position);
+        let mut chunk = [0u8; SCAN_CHUNK_BYTES];
+        let mut chunk_start = 0u64;
+        let mut chunk_len = 0usize;
+        while current < relative {
+            let header_in_chunk =
+                position >= chunk_start && position + 4 <= chunk_start + chunk_len as u64;
+            if !header_in_chunk {
+                let want = (SCAN_CHUNK_BYTES as u64).min(limit.saturating_sub(position)) as usize;
+                if want < 4 {
+                    return Err(self.corrupt(position, "length prefix runs past the end".into()));
+                }
+                self.file
+                    .read_exact_at(&mut chunk[..want], position)
+                    .context(|| format!("reading {}", self.path.display()))?;
+                chunk_start = position;
+                chunk_len = want;
+            }
+            let at = (position - chunk_start) as usize;
+            let len = i32::from_be_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
+            let next = position + RECORD_HEADER_BYTES as u64 + u64::from(len.unsigned_abs());
+            if len <= 0 || next > limit {
+                return Err(self.corrupt(position, format!("invalid record length {len}")));
+            }
+            position = next;
+            current += 1;
+        }
+        Ok(position as u32)
+    }
+
+    /// Copies `buf.len()` bytes at `position` (a heap read, used by `ReadSlice::to_bytes`).
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<(), StorageError> {
+        self.file
+            .read_exact_at(buf, position)
+            .context(|| format!("reading {} at byte {position}", self.path.display()))
+    }
+
+    /// Retention removed this segment: rename the file to `<name>.deleted` now, so a restart no
+    /// longer counts it as part of the log, and unlink it when the last pin is dropped.
+    pub(crate) fn retire(&self) -> Result<(), StorageError> {
+        let mut retired = self.path.clone().into_os_string();
+        retired.push(DELETED_SUFFIX);
+        let retired = PathBuf::from(retired);
+        let renamed = std::fs::rename(&self.path, &retired);
+        // Unlink whichever name the file has when the last pin drops.
+        let unlink = if renamed.is_ok() {
+            retired
+        } else {
+            self.path.clone()
+        };
+        let _ = self.retired_path.set(unlink);
+        renamed.context(|| format!("renaming retired segment {}", self.path.display()))
+    }
+
+    fn corrupt(&self, position: u64, reason: String) -> StorageError {
+        StorageError::Corrupt {
+            path: self.path.clone(),
+            position,
+            reason,
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if let Some(path) = self.retired_path.get() {
+            match std::fs::remove_file(path) {
+                Ok(()) => debug!(path = %path.display(), "unlinked retired segment"),
+                Err(error) => {
+                    warn!(path = %path.display(), %error, "could not unlink retired segment");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_files_are_named_by_their_base_offset_in_twenty_digits() {
+        assert_eq!(segment_file_name(0), "00000000000000000000.log");
+        assert_eq!(segment_file_name(4321), "00000000000000004321.log");
+        assert_eq!(
+            parse_segment_file_name("00000000000000004321.log"),
+            Some(4321)
+        );
+        assert_eq!(parse_segment_file_name("4321.log"), None);
+        assert_eq!(
+            parse_segment_file_name("00000000000000004321.log.deleted"),
+            None
+        );
+        assert_eq!(parse_segment_file_name("0000000000000000432x.log"), None);
+    }
+
+    #[test]
+    fn the_published_end_packs_count_and_position_together() {
+        let end = SegmentEnd {
+            record_count: 7,
+            position: u32::MAX - 1,
+        };
+        assert_eq!(SegmentEnd::unpack(end.pack()), end);
+    }
+}
