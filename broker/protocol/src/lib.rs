@@ -51,9 +51,9 @@ pub use request::{
     RequestBody, RequestError, decode_request_frame,
 };
 pub use response::{
-    FETCH_RESPONSE_HEADER_BYTES, FetchResponse, MetadataResponse, PartitionMetadata,
-    ProduceResponse, ResponseFrame, TopicMetadata, decode_response_frame, encode_error_response,
-    encode_fetch_response_header, encode_response,
+    FETCH_RESPONSE_HEADER_BYTES, FetchResponse, MAX_FETCH_PAYLOAD_BYTES, MetadataResponse,
+    PartitionMetadata, ProduceResponse, ResponseFrame, TopicMetadata, decode_response_frame,
+    encode_error_response, encode_fetch_response_header, encode_response,
 };
 pub use topic::{MAX_TOPIC_NAME_CHARS, TopicName, TopicNameError};
 

@@ -21,7 +21,9 @@ use bytes::{BufMut, Bytes};
 
 use crate::WireMessage;
 use crate::error::{ErrorCode, WireError};
-use crate::frame::{Decoded, LEN_PREFIX_BYTES, RESPONSE_HEADER_BYTES, ResponseHeader, split_frame};
+use crate::frame::{
+    Decoded, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, RESPONSE_HEADER_BYTES, ResponseHeader, split_frame,
+};
 use crate::topic::TopicName;
 use crate::wire::{Reader, put_topic, topic_len};
 
@@ -62,6 +64,11 @@ impl WireMessage for ProduceResponse {
 /// Bytes of a FETCH response before its payload: length prefix, response header,
 /// `int64 highWatermark`, `int32 payloadBytes`.
 pub const FETCH_RESPONSE_HEADER_BYTES: usize = LEN_PREFIX_BYTES + RESPONSE_HEADER_BYTES + 8 + 4;
+
+/// Largest FETCH payload that fits one frame: [`MAX_FRAME_BYTES`] minus the response header and
+/// the `highWatermark` and `payloadBytes` fields. A broker cuts every payload to this, whatever
+/// `maxBytes` asks, so a response never breaks the frame limit it is read under.
+pub const MAX_FETCH_PAYLOAD_BYTES: usize = MAX_FRAME_BYTES - RESPONSE_HEADER_BYTES - 8 - 4;
 
 /// Successful FETCH.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +216,7 @@ pub fn encode_fetch_response_header<B: BufMut>(
     payload_len: u32,
     buf: &mut B,
 ) {
-    buf.put_i32((RESPONSE_HEADER_BYTES + 8 + 4) as i32 + payload_len as i32);
+    buf.put_i32((RESPONSE_HEADER_BYTES + 8 + 4 + payload_len as usize) as i32);
     ResponseHeader {
         correlation_id,
         error_code: ErrorCode::None,

@@ -7,18 +7,18 @@
 //! client must both apply.
 
 use booblik_protocol::{
-    Decoded, FETCH_RESPONSE_HEADER_BYTES, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, WireError,
-    check_frame, decode_response_frame, encode_fetch_response_header,
+    Decoded, FETCH_RESPONSE_HEADER_BYTES, LEN_PREFIX_BYTES, MAX_FETCH_PAYLOAD_BYTES,
+    MAX_FRAME_BYTES, WireError, check_frame, decode_response_frame, encode_fetch_response_header,
 };
-
-/// The largest payload a FETCH response frame can carry.
-const MAX_FETCH_PAYLOAD_BYTES: usize =
-    MAX_FRAME_BYTES - (FETCH_RESPONSE_HEADER_BYTES - LEN_PREFIX_BYTES);
 
 #[test]
 fn the_fetch_header_takes_18_bytes_of_the_frame() {
     assert_eq!(FETCH_RESPONSE_HEADER_BYTES - LEN_PREFIX_BYTES, 18);
     assert_eq!(MAX_FETCH_PAYLOAD_BYTES, 8 * 1024 * 1024 - 18);
+    assert_eq!(
+        MAX_FETCH_PAYLOAD_BYTES,
+        MAX_FRAME_BYTES - (FETCH_RESPONSE_HEADER_BYTES - LEN_PREFIX_BYTES)
+    );
 }
 
 #[test]
