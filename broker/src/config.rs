@@ -1,0 +1,130 @@
+//! Broker configuration: one struct for embedding, filled from flags or `BOOBLIK_*` variables by
+//! the binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use booblik_protocol::TopicName;
+
+use crate::storage::StorageConfig;
+
+/// How FETCH payloads leave the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FetchMode {
+    /// `sendfile(2)` from the segment file to the socket: the bytes never enter user space.
+    #[default]
+    ZeroCopy,
+    /// Read the bytes into a heap buffer, then write them. A measured control for zero-copy.
+    Heap,
+}
+
+impl FromStr for FetchMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "zero-copy" => Ok(Self::ZeroCopy),
+            "heap" => Ok(Self::Heap),
+            other => Err(format!(
+                "unknown fetch mode {other:?}: use zero-copy or heap"
+            )),
+        }
+    }
+}
+
+/// Longest a FETCH v2 may wait, whatever the client asks: 60 s.
+pub const MAX_FETCH_WAIT_MS: u64 = 60_000;
+
+/// Everything a broker needs to start.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Address to listen on. Port 0 picks a free port (see [`crate::Broker::local_addr`]).
+    pub bind: SocketAddr,
+    /// Topics and their partition counts, fixed for the life of the process.
+    pub topics: Vec<(TopicName, u32)>,
+    /// Storage settings: data directory, segment size, write mode, retention.
+    pub storage: StorageConfig,
+    /// How FETCH payloads are sent.
+    pub fetch_mode: FetchMode,
+    /// Open connections allowed at once; a connection beyond it is accepted and closed at once.
+    pub max_connections: usize,
+    /// A frame that has started arriving must be complete within this time (slow-loris guard).
+    pub frame_read_timeout_ms: u64,
+    /// A connection with no complete request for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// A response that cannot be written within this time (the client stopped reading) closes
+    /// the connection.
+    pub write_timeout_ms: u64,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 9092)),
+            topics: parse_topics("events:3,tasks:1,claims:1").expect("default topics are valid"),
+            storage: StorageConfig {
+                data_dir: PathBuf::from("booblik-data"),
+                ..StorageConfig::default()
+            },
+            fetch_mode: FetchMode::ZeroCopy,
+            max_connections: 1024,
+            frame_read_timeout_ms: 30_000,
+            idle_timeout_ms: 600_000,
+            write_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// Longest partition count a topic may have.
+pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1024;
+
+/// Parses `name:partitions,name:partitions,…` (a bare `name` means one partition).
+pub fn parse_topics(spec: &str) -> Result<Vec<(TopicName, u32)>, String> {
+    let mut topics: Vec<(TopicName, u32)> = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, count) = match item.split_once(':') {
+            Some((name, count)) => {
+                let count: u32 = count
+                    .parse()
+                    .map_err(|_| format!("{item:?}: partition count {count:?} is not a number"))?;
+                (name, count)
+            }
+            None => (item, 1),
+        };
+        if count == 0 || count > MAX_PARTITIONS_PER_TOPIC {
+            return Err(format!(
+                "{item:?}: partition count must be 1..={MAX_PARTITIONS_PER_TOPIC}"
+            ));
+        }
+        let name = TopicName::new(name).map_err(|e| format!("{item:?}: {e}"))?;
+        if topics.iter().any(|(t, _)| *t == name) {
+            return Err(format!("topic {name} is listed twice"));
+        }
+        topics.push((name, count));
+    }
+    if topics.is_empty() {
+        return Err("at least one topic is required".into());
+    }
+    Ok(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_lists_parse_with_default_partition_count_one() {
+        let t = parse_topics("events:3, tasks ,claims:1").unwrap();
+        let got: Vec<(&str, u32)> = t.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+        assert_eq!(got, vec![("events", 3), ("tasks", 1), ("claims", 1)]);
+    }
+
+    #[test]
+    fn bad_topic_lists_are_refused_with_the_reason() {
+        assert!(parse_topics("").unwrap_err().contains("at least one"));
+        assert!(parse_topics("a:0").unwrap_err().contains("partition count"));
+        assert!(parse_topics("a:x").unwrap_err().contains("not a number"));
+        assert!(parse_topics("a/b:1").unwrap_err().contains("invalid"));
+        assert!(parse_topics("a,a").unwrap_err().contains("twice"));
+    }
+}

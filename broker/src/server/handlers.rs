@@ -1,0 +1,161 @@
+//! Serving PRODUCE, FETCH and METADATA against the storage.
+
+use std::time::Duration;
+
+use booblik_protocol::{
+    AckPolicy, ErrorCode, FetchRequest, MAX_FETCH_PAYLOAD_BYTES, MetadataRequest, MetadataResponse,
+    PartitionMetadata, ProduceRequest, ProduceResponse, Request, RequestBody, TopicMetadata,
+    encode_fetch_response_header, encode_response,
+};
+use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
+
+use super::metrics as m;
+use super::sendfile::send_file;
+use super::session::{Session, SessionError};
+use crate::config::{FetchMode, MAX_FETCH_WAIT_MS};
+use crate::storage::StorageError;
+
+impl Session {
+    pub(super) async fn handle(&mut self, request: Request) -> Result<(), SessionError> {
+        let api = request.api_key().name();
+        metrics::counter!(m::REQUESTS, "api" => api).increment(1);
+        let id = request.correlation_id;
+        match request.body {
+            RequestBody::Produce(req) => self.produce(id, req).await,
+            RequestBody::Fetch(req) => self.fetch(id, req).await,
+            RequestBody::Metadata(req) => {
+                self.metadata(id, &req);
+                Ok(())
+            }
+        }
+    }
+
+    async fn produce(&mut self, id: i32, req: ProduceRequest) -> Result<(), SessionError> {
+        let Some(partition) = self
+            .shared
+            .storage
+            .partition(req.topic.as_str(), req.partition)
+        else {
+            // Routing errors are answered even for ack NONE: the client must learn that its
+            // records went nowhere.
+            self.answer_error("produce", id, ErrorCode::UnknownTopicOrPartition);
+            return Ok(());
+        };
+        let partition = std::sync::Arc::clone(partition);
+        match partition.append(req.records, req.ack).await {
+            Ok(Some(appended)) => {
+                let body = ProduceResponse {
+                    base_offset: appended.base_offset,
+                    log_end_offset: appended.log_end_offset,
+                };
+                encode_response(id, &body, &mut self.outbuf);
+            }
+            // ack NONE: no response at all.
+            Ok(None) => debug_assert_eq!(req.ack, AckPolicy::None),
+            Err(StorageError::RecordTooLarge { .. }) => {
+                self.answer_error("produce", id, ErrorCode::RecordTooLarge);
+            }
+            // The protocol has no code for "the log is broken" (a poisoned partition, an I/O
+            // error). Closing the connection is the loud answer: the client fails every pending
+            // request instead of believing a write that did not happen.
+            Err(other) => {
+                self.flush().await?;
+                return Err(SessionError::Storage(other));
+            }
+        }
+        Ok(())
+    }
+
+    async fn fetch(&mut self, id: i32, req: FetchRequest) -> Result<(), SessionError> {
+        let Some(partition) = self
+            .shared
+            .storage
+            .partition(req.topic.as_str(), req.partition)
+        else {
+            self.answer_error("fetch", id, ErrorCode::UnknownTopicOrPartition);
+            return Ok(());
+        };
+        let partition = std::sync::Arc::clone(partition);
+        if let Some(long_poll) = req.long_poll.filter(|lp| lp.max_wait_ms > 0) {
+            // Earlier responses must not wait behind our long poll.
+            self.flush().await?;
+            let wait = Duration::from_millis((long_poll.max_wait_ms as u64).min(MAX_FETCH_WAIT_MS));
+            let started = Instant::now();
+            let min_bytes = long_poll.min_bytes.max(1) as u64;
+            metrics::counter!(m::FETCH_WAITS).increment(1);
+            // The wait happens before any segment is opened, so a waiter never blocks retention.
+            tokio::select! {
+                () = partition.wait_for_bytes(req.fetch_offset, min_bytes, started + wait) => {}
+                _ = self.shutdown.wait_for(|&stop| stop) => {}
+            }
+            metrics::histogram!(m::FETCH_WAIT_SECONDS).record(started.elapsed().as_secs_f64());
+        }
+        // maxBytes is at least 1 (checked by the codec); the frame limit caps it from above.
+        let max_bytes = (req.max_bytes as usize).min(MAX_FETCH_PAYLOAD_BYTES) as u32;
+        let slice = match partition.read(req.fetch_offset, max_bytes) {
+            Ok(slice) => slice,
+            Err(StorageError::OffsetOutOfRange { .. }) => {
+                self.answer_error("fetch", id, ErrorCode::OffsetOutOfRange);
+                return Ok(());
+            }
+            Err(other) => {
+                self.flush().await?;
+                return Err(SessionError::Storage(other));
+            }
+        };
+        // The header goes first; `slice` keeps the segment pinned until the last byte is sent.
+        let len = slice.len();
+        encode_fetch_response_header(id, slice.high_watermark(), len, &mut self.outbuf);
+        if len == 0 {
+            return Ok(());
+        }
+        match self.shared.config.fetch_mode {
+            FetchMode::ZeroCopy => {
+                self.flush().await?;
+                self.with_write_timeout(async |s: &mut Self| {
+                    send_file(&s.stream, slice.file(), slice.position(), len as usize).await
+                })
+                .await?;
+            }
+            FetchMode::Heap => {
+                let payload = slice.to_bytes()?;
+                self.flush().await?;
+                self.with_write_timeout(async |s: &mut Self| s.stream.write_all(&payload).await)
+                    .await?;
+            }
+        }
+        metrics::counter!(m::BYTES_OUT).increment(u64::from(len));
+        drop(slice);
+        Ok(())
+    }
+
+    fn metadata(&mut self, id: i32, req: &MetadataRequest) {
+        let storage = &self.shared.storage;
+        if req
+            .topics
+            .iter()
+            .any(|t| storage.partition(t.as_str(), 0).is_none())
+        {
+            // Naming any unknown topic fails the whole request.
+            self.answer_error("metadata", id, ErrorCode::UnknownTopicOrPartition);
+            return;
+        }
+        let topics = storage
+            .topics()
+            .filter(|(name, _)| req.topics.is_empty() || req.topics.contains(name))
+            .map(|(name, partitions)| TopicMetadata {
+                name: name.clone(),
+                partitions: partitions
+                    .iter()
+                    .map(|p| PartitionMetadata {
+                        id: p.id(),
+                        log_start_offset: p.log_start_offset(),
+                        high_watermark: p.high_watermark(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        encode_response(id, &MetadataResponse { topics }, &mut self.outbuf);
+    }
+}

@@ -1,0 +1,40 @@
+//! Metric names and the Prometheus exporter.
+//!
+//! Metrics go through the `metrics` facade; the binary installs a Prometheus exporter when
+//! `--metrics-bind` is given. Embedded brokers (tests, the demo) record into whatever recorder
+//! the host installed, or nowhere.
+
+use std::net::SocketAddr;
+
+/// Counter: TCP connections accepted (including those refused by the limit).
+pub const CONNECTIONS_ACCEPTED: &str = "booblik_connections_accepted_total";
+/// Counter: connections closed at once because `max_connections` were open.
+pub const CONNECTIONS_REJECTED: &str = "booblik_connections_rejected_total";
+/// Gauge: connections open now.
+pub const CONNECTIONS_OPEN: &str = "booblik_connections_open";
+/// Counter: connections closed, for any reason.
+pub const CONNECTIONS_CLOSED: &str = "booblik_connections_closed_total";
+/// Counter, label `cause`: sessions that ended because of an error (see the warn log for the
+/// last cause in full).
+pub const SESSION_FAILURES: &str = "booblik_session_failures_total";
+/// Counter, label `api`: requests served.
+pub const REQUESTS: &str = "booblik_requests_total";
+/// Counter, labels `api`, `code`: error responses sent.
+pub const ERRORS: &str = "booblik_errors_total";
+/// Counter: request bytes read from sockets.
+pub const BYTES_IN: &str = "booblik_bytes_in_total";
+/// Counter: response bytes written to sockets (FETCH payloads included).
+pub const BYTES_OUT: &str = "booblik_bytes_out_total";
+/// Counter: FETCH v2 requests that waited for data.
+pub const FETCH_WAITS: &str = "booblik_fetch_waits_total";
+/// Histogram: seconds a FETCH v2 waited.
+pub const FETCH_WAIT_SECONDS: &str = "booblik_fetch_wait_seconds";
+
+/// Installs the global Prometheus recorder with an HTTP listener serving `/metrics` on `bind`.
+/// Must run inside a tokio runtime.
+pub fn install_prometheus(bind: SocketAddr) -> Result<(), String> {
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(bind)
+        .install()
+        .map_err(|e| format!("cannot start the metrics endpoint on {bind}: {e}"))
+}

@@ -1,0 +1,195 @@
+//! The network half of the broker: accept loop, per-connection sessions, zero-copy FETCH.
+//!
+//! | file | concept |
+//! |---|---|
+//! | `mod.rs` | [`Broker`]: start, the accept loop with its connection limit, graceful shutdown |
+//! | `session.rs` | one connection: framing, strictly ordered responses, the error rules of SPEC §2 |
+//! | `handlers.rs` | PRODUCE, FETCH (long poll, range checks) and METADATA against the storage |
+//! | `sendfile.rs` | `sendfile(2)` on a non-blocking tokio socket (the crate's only `unsafe`) |
+//! | `metrics.rs` | metric names and the Prometheus exporter |
+
+mod handlers;
+pub mod metrics;
+mod sendfile;
+mod session;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use crate::config::BrokerConfig;
+use crate::storage::{Storage, StorageError};
+
+/// Why a broker could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// The listen address could not be bound.
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        /// Address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Opening, recovering or closing the log failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A background task panicked or failed.
+    #[error("broker task failed: {0}")]
+    Task(String),
+}
+
+/// A running broker: listener, sessions and storage. Embeddable (tests, the demo) and what the
+/// `booblik-broker` binary runs.
+#[derive(Debug)]
+pub struct Broker {
+    local_addr: SocketAddr,
+    storage: Arc<Storage>,
+    shutdown: watch::Sender<bool>,
+    accept_loop: tokio::task::JoinHandle<()>,
+}
+
+/// State every session shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: BrokerConfig,
+    pub(crate) storage: Arc<Storage>,
+}
+
+impl Broker {
+    /// Opens (and recovers) the storage, binds the listener and starts accepting.
+    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        let storage_config = config.storage.clone();
+        let topics = config.topics.clone();
+        // Recovery reads and may truncate files: keep it off the async workers.
+        let storage = tokio::task::spawn_blocking(move || Storage::open(storage_config, &topics))
+            .await
+            .map_err(|e| BrokerError::Task(e.to_string()))??;
+        let storage = Arc::new(storage);
+        let listener =
+            TcpListener::bind(config.bind)
+                .await
+                .map_err(|source| BrokerError::Bind {
+                    addr: config.bind,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        if local_addr.ip().is_unspecified() {
+            warn!(%local_addr, "listening on a wildcard address: reachable from other hosts");
+        }
+        info!(
+            %local_addr,
+            data_dir = %config.storage.data_dir.display(),
+            topics = %config
+                .topics
+                .iter()
+                .map(|(t, n)| format!("{t}:{n}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            write_mode = ?config.storage.write_mode,
+            fetch_mode = ?config.fetch_mode,
+            "broker listening"
+        );
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            config,
+            storage: Arc::clone(&storage),
+        });
+        let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
+        Ok(Broker {
+            local_addr,
+            storage,
+            shutdown,
+            accept_loop,
+        })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The storage, for tests and tools that inspect the log directly.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// Stops accepting, lets every session finish the request it is serving (a long poll is cut
+    /// short and answered), then flushes and fsyncs every partition.
+    pub async fn shutdown(self) -> Result<(), BrokerError> {
+        let _ = self.shutdown.send(true);
+        self.accept_loop
+            .await
+            .map_err(|e| BrokerError::Task(e.to_string()))?;
+        let storage = self.storage;
+        tokio::task::spawn_blocking(move || storage.close())
+            .await
+            .map_err(|e| BrokerError::Task(e.to_string()))??;
+        info!("broker stopped");
+        Ok(())
+    }
+}
+
+/// Backoff after a failing `accept` (e.g. EMFILE), doubling up to the maximum.
+const ACCEPT_BACKOFF_MIN_MS: u64 = 5;
+const ACCEPT_BACKOFF_MAX_MS: u64 = 1_000;
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(shared.config.max_connections));
+    let mut sessions = JoinSet::new();
+    let mut backoff_ms = ACCEPT_BACKOFF_MIN_MS;
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.changed() => break,
+            // Reap finished sessions so the set does not grow with every connection ever made.
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => continue,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => {
+                backoff_ms = ACCEPT_BACKOFF_MIN_MS;
+                pair
+            }
+            Err(error) => {
+                // A failing accept (out of file descriptors, a connection reset before accept)
+                // must never end the listener: log, back off, retry.
+                warn!(%error, backoff_ms, "accept failed");
+                tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                backoff_ms = (backoff_ms * 2).min(ACCEPT_BACKOFF_MAX_MS);
+                continue;
+            }
+        };
+        ::metrics::counter!(metrics::CONNECTIONS_ACCEPTED).increment(1);
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            ::metrics::counter!(metrics::CONNECTIONS_REJECTED).increment(1);
+            warn!(
+                %peer,
+                max_connections = shared.config.max_connections,
+                "connection limit reached; closing the new connection"
+            );
+            drop(stream);
+            continue;
+        };
+        let shared = Arc::clone(&shared);
+        let shutdown = shutdown.clone();
+        sessions.spawn(async move {
+            session::run(stream, peer, shared, shutdown).await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Sessions saw the same shutdown signal; wait for each to finish its current request.
+    while sessions.join_next().await.is_some() {}
+}

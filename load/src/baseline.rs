@@ -1,0 +1,196 @@
+//! This machine's floor, measured in the same run as everything else: a 64-byte loopback TCP
+//! round trip, raw loopback TCP throughput, and the latency of `fsync` on a small write.
+//!
+//! Every broker and queue result is reported as a ratio to these numbers, because absolute
+//! figures from one machine say little about another; "claim latency is 3× a loopback round
+//! trip" travels.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bounds of the baseline measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct BaselineConfig {
+    /// Round trips timed (after a warm-up of a tenth as many).
+    pub round_trips: u32,
+    /// Bytes pushed through one loopback connection for throughput.
+    pub tcp_bytes: u64,
+    /// fsyncs timed.
+    pub fsyncs: u32,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        Self {
+            round_trips: 20_000,
+            tcp_bytes: 2 << 30,
+            fsyncs: 200,
+        }
+    }
+}
+
+/// The machine's floor.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Baseline {
+    /// Median 64-byte loopback TCP round trip, microseconds.
+    pub rtt_us_p50: f64,
+    /// 99th percentile of the same.
+    pub rtt_us_p99: f64,
+    /// One-way loopback TCP throughput, MB/s (10^6 bytes).
+    pub tcp_mb_s: f64,
+    /// Median latency of a 4 KiB write + `fsync`, microseconds.
+    pub fsync_us_p50: f64,
+    /// 99th percentile of the same.
+    pub fsync_us_p99: f64,
+}
+
+/// Measures all three.
+pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
+    let (rtt_us_p50, rtt_us_p99) = round_trip(config.round_trips).await?;
+    let tcp_mb_s = throughput(config.tcp_bytes).await?;
+    let (fsync_us_p50, fsync_us_p99) =
+        tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs)).await??;
+    Ok(Baseline {
+        rtt_us_p50,
+        rtt_us_p99,
+        tcp_mb_s,
+        fsync_us_p50,
+        fsync_us_p99,
+    })
+}
+
+/// Ping-pong of 64-byte messages over loopback, with `TCP_NODELAY` as the broker uses.
+async fn round_trip(count: u32) -> anyhow::Result<(f64, f64)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let echo = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        s.set_nodelay(true)?;
+        let mut buf = [0u8; 64];
+        loop {
+            if s.read_exact(&mut buf).await.is_err() {
+                return anyhow::Ok(());
+            }
+            s.write_all(&buf).await?;
+        }
+    });
+    let mut s = TcpStream::connect(addr).await?;
+    s.set_nodelay(true)?;
+    let mut hist = Histogram::<u64>::new(3)?;
+    let msg = [7u8; 64];
+    let mut back = [0u8; 64];
+    for i in 0..count + count / 10 {
+        let started = Instant::now();
+        s.write_all(&msg).await?;
+        s.read_exact(&mut back).await?;
+        if i >= count / 10 {
+            hist.record(started.elapsed().as_nanos() as u64)?;
+        }
+    }
+    drop(s);
+    echo.await??;
+    Ok((
+        hist.value_at_quantile(0.5) as f64 / 1_000.0,
+        hist.value_at_quantile(0.99) as f64 / 1_000.0,
+    ))
+}
+
+/// One connection, 256 KiB writes, the reader discarding: the ceiling for any byte stream on
+/// this machine, FETCH included.
+async fn throughput(total: u64) -> anyhow::Result<f64> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let sink = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut got = 0u64;
+        loop {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                return anyhow::Ok(got);
+            }
+            got += n as u64;
+        }
+    });
+    let mut s = TcpStream::connect(addr).await?;
+    let chunk = vec![1u8; 256 * 1024];
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while sent < total {
+        s.write_all(&chunk).await?;
+        sent += chunk.len() as u64;
+    }
+    s.shutdown().await?;
+    let got = sink.await??;
+    let secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(got == sent, "sink received {got} of {sent} bytes");
+    Ok(sent as f64 / secs / 1e6)
+}
+
+/// 4 KiB appended then `fsync`ed, in a temporary directory on the same filesystem as the
+/// working directory (where a broker started by the harness keeps its data).
+fn fsync_latency(count: u32) -> anyhow::Result<(f64, f64)> {
+    let dir = tempfile::tempdir_in(".").context("temp dir for the fsync probe")?;
+    let mut file = std::fs::File::create(dir.path().join("probe"))?;
+    let block = [0u8; 4096];
+    let mut hist = Histogram::<u64>::new(3)?;
+    for _ in 0..count {
+        let started = Instant::now();
+        file.write_all(&block)?;
+        file.sync_data()?;
+        hist.record(started.elapsed().as_nanos() as u64)?;
+    }
+    Ok((
+        hist.value_at_quantile(0.5) as f64 / 1_000.0,
+        hist.value_at_quantile(0.99) as f64 / 1_000.0,
+    ))
+}
+
+/// A short label for the machine: cores and CPU model, for every report.
+pub fn machine_description() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{cores} cores, {model}")
+}
+
+/// Wall-clock budget helper for bounded runs.
+pub fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// CPU seconds (user + system) this process has used so far.
+pub fn process_cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // getrusage only writes into the struct we pass.
+    let usage = rusage(&mut usage);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+#[allow(unsafe_code)] // getrusage(2) has no safe wrapper in std.
+fn rusage(slot: &mut std::mem::MaybeUninit<libc::rusage>) -> libc::rusage {
+    // SAFETY: `slot` is valid for writes of a `rusage`; on success getrusage initialises it
+    // fully. RUSAGE_SELF cannot fail with a valid pointer.
+    unsafe {
+        let rc = libc::getrusage(libc::RUSAGE_SELF, slot.as_mut_ptr());
+        assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) failed");
+        slot.assume_init()
+    }
+}
+
+/// Sleeps are never used to measure; this exists so callers can bound a phase.
+pub const PHASE_TIMEOUT: Duration = Duration::from_secs(300);
