@@ -11,14 +11,16 @@
 //! in the broker arms them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 
 /// Failure injection and pausing for tests. See the module docs.
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct TestHooks {
     fail_next_fsync: AtomicBool,
-    writer_gate: Mutex<()>,
+    /// True while a test holds the writer.
+    writer_paused: Mutex<bool>,
+    writer_resumed: Condvar,
 }
 
 impl TestHooks {
@@ -27,12 +29,11 @@ impl TestHooks {
         self.fail_next_fsync.store(true, Ordering::SeqCst);
     }
 
-    /// Holds the partition's writer before it drains its queue, for as long as the guard lives:
-    /// commands queue up meanwhile and are then handled as one group.
-    pub fn pause_writer(&self) -> MutexGuard<'_, ()> {
-        self.writer_gate
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Holds the partition's writer before it drains its queue, for as long as the returned
+    /// guard lives: commands queue up meanwhile and are then handled as one group.
+    pub fn pause_writer(&self) -> WriterPause<'_> {
+        *self.paused() = true;
+        WriterPause { hooks: self }
     }
 
     /// Returns the injected failure, once, if one is armed.
@@ -42,12 +43,35 @@ impl TestHooks {
             .then(|| std::io::Error::other("injected fsync failure (test hook)"))
     }
 
-    /// Called by the writer before it drains its queue: waits while a test holds the gate.
+    /// Called by the writer before it drains its queue: waits while a test holds it.
     pub(crate) fn pass_writer_gate(&self) {
-        drop(
-            self.writer_gate
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let mut paused = self.paused();
+        while *paused {
+            paused = self
+                .writer_resumed
+                .wait(paused)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn paused(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.writer_paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Keeps a partition's writer paused until dropped; see [`TestHooks::pause_writer`].
+#[doc(hidden)]
+#[derive(Debug)]
+#[must_use = "the writer resumes when the guard is dropped"]
+pub struct WriterPause<'a> {
+    hooks: &'a TestHooks,
+}
+
+impl Drop for WriterPause<'_> {
+    fn drop(&mut self) {
+        *self.hooks.paused() = false;
+        self.hooks.writer_resumed.notify_all();
     }
 }

@@ -61,7 +61,7 @@ mod writer;
 pub use config::{StorageConfig, UnknownWriteMode, WriteMode};
 pub use error::StorageError;
 #[doc(hidden)]
-pub use hooks::TestHooks;
+pub use hooks::{TestHooks, WriterPause};
 pub use log::Appended;
 pub use metrics::{
     APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, PartitionStats, describe_metrics,

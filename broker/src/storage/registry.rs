@@ -1,14 +1,14 @@
 //! [`Storage`]: every partition of every topic, opened together and closed together.
 //!
 //! The set of topics is fixed when the storage opens (the protocol has no topic creation). The
-//! data directory is locked (`<data_dir>/.lock`, an advisory `flock`) for as long as the storage
-//! lives, so two brokers can never write the same segments — which is also what makes the
+//! data directory is locked (`<data_dir>/.lock`, an advisory `flock`) until the storage is
+//! closed, so two brokers can never write the same segments — which is also what makes the
 //! memory mappings of MAPPED mode safe.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use booblik_protocol::TopicName;
 use tracing::warn;
@@ -26,8 +26,8 @@ pub struct Storage {
     config: StorageConfig,
     /// Keyed by name (so lookups by `&str` work); iteration is sorted by name.
     topics: BTreeMap<String, TopicPartitions>,
-    /// Held (locked) for the life of the storage.
-    _lock: File,
+    /// Held (locked) until the storage is closed.
+    lock: Mutex<Option<File>>,
 }
 
 #[derive(Debug)]
@@ -52,7 +52,7 @@ impl Storage {
         let mut storage = Storage {
             config,
             topics: BTreeMap::new(),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         };
         for (name, count) in topics {
             if *count == 0 || i32::try_from(*count).is_err() {
@@ -104,8 +104,9 @@ impl Storage {
         &self.config
     }
 
-    /// Blocking: drains every writer queue, fsyncs everything and stops the writers. Idempotent.
-    /// Returns the first failure (a poisoned partition, a failed final sync) after closing all.
+    /// Blocking: drains every writer queue, fsyncs everything, stops the writers and releases the
+    /// data directory lock (so the directory can be opened again). Idempotent. Returns the first
+    /// failure (a poisoned partition, a failed final sync) after closing all.
     pub fn close(&self) -> Result<(), StorageError> {
         let mut result = Ok(());
         for topic in self.topics.values() {
@@ -117,6 +118,13 @@ impl Storage {
                 }
             }
         }
+        // Every writer has stopped: nothing of ours writes the directory any more.
+        drop(
+            self.lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
         result
     }
 }

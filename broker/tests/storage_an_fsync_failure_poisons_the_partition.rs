@@ -1,0 +1,82 @@
+//! An fsync failure poisons the partition: the FORCED appends it was meant to cover fail, and
+//! every later append fails loudly with the cause instead of pretending to succeed.
+//!
+//! A healthy disk does not fail fsync on demand, so the failure is injected through the storage's
+//! fsync seam (`Partition::test_hooks().fail_next_fsync()`); the writer's handling of the error
+//! is the real code path.
+
+mod storage_support;
+
+use booblik_broker::storage::StorageError;
+use booblik_protocol::AckPolicy;
+use storage_support::{MODES, config, open, partition, records};
+
+#[tokio::test]
+async fn a_failed_fsync_fails_its_forced_append_and_refuses_every_later_append() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&config(dir.path(), mode, 1 << 20)).unwrap();
+        let partition = partition(&storage);
+        partition
+            .append(records(&[b"before"]), AckPolicy::Forced)
+            .await
+            .unwrap();
+
+        partition.test_hooks().fail_next_fsync();
+        let cause = match partition
+            .append(records(&[b"doomed"]), AckPolicy::Forced)
+            .await
+        {
+            Err(StorageError::Poisoned { cause }) => cause,
+            other => panic!("{mode:?}: expected Poisoned, got {other:?}"),
+        };
+        assert!(cause.contains("injected fsync failure"), "{cause}");
+        assert!(cause.contains("fdatasync"), "{cause}");
+        assert!(partition.stats().poisoned);
+
+        // Later appends fail at once, whatever their ack policy, and name the first cause.
+        for ack in [AckPolicy::None, AckPolicy::Written, AckPolicy::Forced] {
+            match partition.append(records(&[b"after"]), ack).await {
+                Err(StorageError::Poisoned { cause: later }) => assert_eq!(later, cause),
+                other => panic!("{mode:?} {ack:?}: expected Poisoned, got {other:?}"),
+            }
+        }
+        // Reads of what was written before still work.
+        assert_eq!(storage_support::read_record(&partition, 0), b"before");
+        // Closing reports the poisoning instead of claiming a clean stop.
+        assert!(
+            matches!(storage.close(), Err(StorageError::Poisoned { .. })),
+            "{mode:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_fsync_while_rolling_poisons_the_partition() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&config(dir.path(), mode, 100)).unwrap();
+        let partition = partition(&storage);
+        partition
+            .append(records(&[[1u8; 60]]), AckPolicy::Written)
+            .await
+            .unwrap();
+        // The next record does not fit: the roll fsyncs the sealed segment, and that fails.
+        partition.test_hooks().fail_next_fsync();
+        let failed = partition
+            .append(records(&[[2u8; 60]]), AckPolicy::Written)
+            .await;
+        assert!(
+            matches!(failed, Err(StorageError::Io { .. })),
+            "{mode:?}: {failed:?}"
+        );
+        assert!(matches!(
+            partition
+                .append(records(&[[3u8; 1]]), AckPolicy::Written)
+                .await,
+            Err(StorageError::Poisoned { .. })
+        ));
+        assert_eq!(partition.high_watermark(), 1, "{mode:?}");
+        assert!(storage.close().is_err());
+    }
+}
