@@ -23,7 +23,7 @@ const TEST_NAME: &str = "forced_acknowledged_records_survive_sigkill_at_random_m
 const CHILD_DIR_ENV: &str = "BOOBLIK_STORAGE_CRASH_CHILD_DIR";
 const CHILD_MODE_ENV: &str = "BOOBLIK_STORAGE_CRASH_CHILD_MODE";
 const CHILD_ROUND_ENV: &str = "BOOBLIK_STORAGE_CRASH_CHILD_ROUND";
-const ROUNDS_PER_MODE: u32 = 8;
+const ROUNDS_PER_MODE: u32 = 12;
 /// The child is killed this long after it starts, chosen at random per round.
 const KILL_AFTER_MS: std::ops::Range<u64> = 20..400;
 const PRODUCERS: u32 = 4;
@@ -64,6 +64,10 @@ fn forced_acknowledged_records_survive_sigkill_at_random_moments() {
             }
             verify(dir.path(), mode, &acknowledged, round);
         }
+        eprintln!(
+            "{mode:?}: {ROUNDS_PER_MODE} kills, {kills_with_acks} after acknowledgements, {} acknowledged records verified",
+            acknowledged.len()
+        );
         assert!(
             kills_with_acks > 0,
             "{mode:?}: no round acknowledged anything before the kill"
