@@ -1,2 +1,5 @@
 //! Reference applications on booblik.
+
+pub mod events;
 pub mod queue;
+pub mod support;

@@ -1,0 +1,1 @@
+//! Layer 1: keyed events, follow/replay consumers, and a projection.
