@@ -31,7 +31,7 @@
 //! let delivery = producer.send(Some(b"user-1"), "signed up").await?;
 //! producer.send(Some(b"user-1"), "logged in").await?;
 //! let offset = delivery.await?; // Some(offset) once the broker answered (None with ack NONE)
-//! println!("first event at partition {offset:?}");
+//! println!("first event at offset {offset:?}");
 //! producer.flush().await?;
 //! # Ok(())
 //! # }

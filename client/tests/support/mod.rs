@@ -8,6 +8,8 @@
 //! Every request it decodes is recorded, so tests can check what the client actually sent.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod real_broker;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
