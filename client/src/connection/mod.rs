@@ -10,18 +10,18 @@
 //!  caller's oneshot ◄──────────────────────── pop FIFO head, compare id ◄── frame
 //! ```
 //!
-//! * One task owns the socket's write half ([`writer`]); callers never touch it.
+//! * One task owns the socket's write half (`writer`); callers never touch it.
 //! * The broker answers in request order, so pending requests form a FIFO whose head must carry
-//!   the answer's correlationId ([`pending`]). A mismatch closes the connection and every
+//!   the answer's correlationId (`pending`). A mismatch closes the connection and every
 //!   pending request fails with [`ClientError::CorrelationMismatch`] naming both ids.
 //! * `ack = NONE` PRODUCE gets no answer: the call completes once its bytes are flushed to the
 //!   socket, and returns `Ok(None)`.
-//! * Any failure closes the connection for good ([`shared`]); pending requests fail with the
+//! * Any failure closes the connection for good (`shared`); pending requests fail with the
 //!   cause, later calls fail fast with [`ClientError::ConnectionClosed`]. Reconnecting is the
 //!   owner's decision (a [`Client`](crate::Client) does it on the next call).
 //!
-//! Submodules: [`config`] (limits), `correlation` (ids), [`pending`] (the FIFO), `shared` (the
-//! state all three parties share, and how a connection dies), [`writer`], [`reader`] (framing,
+//! Submodules: [`config`] (limits), `correlation` (ids), `pending` (the FIFO), `shared` (the
+//! state all three parties share, and how a connection dies), `writer`, [`reader`] (framing,
 //! with the FETCH-aware frame limit), [`response`] (typed decoding and [`ResponseFuture`]).
 
 pub mod config;
