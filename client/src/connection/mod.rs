@@ -58,8 +58,10 @@ use crate::connection::writer::Submission;
 use crate::error::ClientError;
 
 /// Largest `maxBytes` a FETCH is sent with; larger values are lowered to it, so every answer
-/// fits [`MAX_RESPONSE_FRAME_BYTES`].
-pub const MAX_FETCH_BYTES: i32 = MAX_FRAME_BYTES as i32;
+/// from a conforming broker fits one frame ([`booblik_protocol::MAX_FETCH_PAYLOAD_BYTES`]). The
+/// reader still accepts [`MAX_RESPONSE_FRAME_BYTES`], to stay interoperable with brokers that
+/// answer a full 8 MiB payload.
+pub const MAX_FETCH_BYTES: i32 = booblik_protocol::MAX_FETCH_PAYLOAD_BYTES as i32;
 
 /// A far-future deadline for timeouts too long to add to `Instant::now()`.
 const FAR_FUTURE: Duration = Duration::from_hours(8760);
