@@ -39,3 +39,33 @@ async fn five_hundred_records_of_varied_sizes_read_back_byte_for_byte_in_each_wr
         storage.close().unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_slice_hands_over_the_framed_bytes_exactly_as_on_disk() {
+    use std::os::unix::fs::FileExt;
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&config(dir.path(), mode, 64 * 1024)).unwrap();
+        let partition = partition(&storage);
+        let written: Vec<Vec<u8>> = (0..5u64).map(|n| payload(n, 10 + n as usize)).collect();
+        partition
+            .append(records(&written), AckPolicy::Written)
+            .await
+            .unwrap();
+        let mut framed = Vec::new();
+        for payload in &written[2..] {
+            booblik_protocol::encode_record(payload, &mut framed);
+        }
+        // What the server sends with sendfile: `len` bytes of `file` from `position`.
+        let slice = partition.read(2, u32::MAX).unwrap();
+        assert_eq!(slice.len() as usize, framed.len(), "{mode:?}");
+        let mut sent = vec![0u8; slice.len() as usize];
+        slice
+            .file()
+            .read_exact_at(&mut sent, slice.position())
+            .unwrap();
+        assert_eq!(sent, framed, "{mode:?}");
+        assert_eq!(&slice.to_bytes().unwrap()[..], &framed[..], "{mode:?}");
+        storage.close().unwrap();
+    }
+}
