@@ -111,6 +111,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.storage.write_mode = args.write_mode;
     if let Some(bind) = args.metrics_bind {
         install_prometheus(bind).map_err(anyhow::Error::msg)?;
+        booblik_broker::storage::describe_metrics();
         tracing::info!(%bind, "metrics on http://{bind}/metrics");
     }
     let broker = Broker::start(config).await?;

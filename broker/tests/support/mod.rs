@@ -155,7 +155,7 @@ impl RawConn {
         match tokio::time::timeout(ANSWER_TIMEOUT, self.try_recv()).await {
             Ok(None) => true,
             Ok(Some(r)) => panic!("expected the connection to close, got {r:?}"),
-            Err(_) => panic!("expected the connection to close, it stayed open"),
+            Err(elapsed) => panic!("expected the connection to close, it stayed open ({elapsed})"),
         }
     }
 
