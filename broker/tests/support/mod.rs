@@ -108,6 +108,13 @@ impl RawConn {
         }
     }
 
+    pub fn from_stream(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.expect("write");
     }
