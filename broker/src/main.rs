@@ -69,6 +69,18 @@ struct ServeArgs {
     /// Serve Prometheus text metrics on this address (`/metrics`).
     #[arg(long, env = "BOOBLIK_METRICS_BIND")]
     metrics_bind: Option<SocketAddr>,
+    /// Close a connection that sent no complete request for this long.
+    #[arg(long, env = "BOOBLIK_IDLE_TIMEOUT_MS", default_value_t = 600_000)]
+    idle_timeout_ms: u64,
+    /// Close a connection whose started frame is not complete within this time.
+    #[arg(long, env = "BOOBLIK_FRAME_READ_TIMEOUT_MS", default_value_t = 30_000)]
+    frame_read_timeout_ms: u64,
+    /// Close a connection whose response cannot be written within this time.
+    #[arg(long, env = "BOOBLIK_WRITE_TIMEOUT_MS", default_value_t = 30_000)]
+    write_timeout_ms: u64,
+    /// Appends queued per partition before producers wait (backpressure).
+    #[arg(long, env = "BOOBLIK_WRITER_QUEUE_DEPTH", default_value_t = 1024)]
+    writer_queue_depth: usize,
 }
 
 #[derive(Debug, Args)]
@@ -102,8 +114,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         topics: parse_topics(&args.topics).map_err(anyhow::Error::msg)?,
         fetch_mode: args.fetch_mode,
         max_connections: args.max_connections,
+        idle_timeout_ms: args.idle_timeout_ms,
+        frame_read_timeout_ms: args.frame_read_timeout_ms,
+        write_timeout_ms: args.write_timeout_ms,
         ..BrokerConfig::default()
     };
+    config.storage.writer_queue_depth = args.writer_queue_depth;
     config.storage.data_dir = args.data_dir;
     config.storage.segment_bytes = args.segment_bytes;
     config.storage.retention_bytes = args.retention_bytes;
