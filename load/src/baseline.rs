@@ -6,7 +6,7 @@
 //! trip" travels.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Bounds of the baseline measurement.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BaselineConfig {
     /// Round trips timed (after a warm-up of a tenth as many).
     pub round_trips: u32,
@@ -23,6 +23,8 @@ pub struct BaselineConfig {
     pub tcp_bytes: u64,
     /// fsyncs timed.
     pub fsyncs: u32,
+    /// Directory for the fsync probe: where the brokers under test keep their data.
+    pub fsync_dir: std::path::PathBuf,
 }
 
 impl Default for BaselineConfig {
@@ -31,6 +33,7 @@ impl Default for BaselineConfig {
             round_trips: 20_000,
             tcp_bytes: 2 << 30,
             fsyncs: 200,
+            fsync_dir: std::env::temp_dir(),
         }
     }
 }
@@ -55,7 +58,8 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     let (rtt_us_p50, rtt_us_p99) = round_trip(config.round_trips).await?;
     let tcp_mb_s = throughput(config.tcp_bytes).await?;
     let (fsync_us_p50, fsync_us_p99) =
-        tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs)).await??;
+        tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs, &config.fsync_dir))
+            .await??;
     Ok(Baseline {
         rtt_us_p50,
         rtt_us_p99,
@@ -133,10 +137,10 @@ async fn throughput(total: u64) -> anyhow::Result<f64> {
     Ok(sent as f64 / secs / 1e6)
 }
 
-/// 4 KiB appended then `fsync`ed, in a temporary directory on the same filesystem as the
-/// working directory (where a broker started by the harness keeps its data).
-fn fsync_latency(count: u32) -> anyhow::Result<(f64, f64)> {
-    let dir = tempfile::tempdir_in(".").context("temp dir for the fsync probe")?;
+/// 4 KiB appended then `fsync`ed, in a temporary directory under `parent` (where the brokers
+/// started by the harness keep their data, so the same filesystem).
+fn fsync_latency(count: u32, parent: &std::path::Path) -> anyhow::Result<(f64, f64)> {
+    let dir = tempfile::tempdir_in(parent).context("temp dir for the fsync probe")?;
     let mut file = std::fs::File::create(dir.path().join("probe"))?;
     let block = [0u8; 4096];
     let mut hist = Histogram::<u64>::new(3)?;
@@ -151,46 +155,3 @@ fn fsync_latency(count: u32) -> anyhow::Result<(f64, f64)> {
         hist.value_at_quantile(0.99) as f64 / 1_000.0,
     ))
 }
-
-/// A short label for the machine: cores and CPU model, for every report.
-pub fn machine_description() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cores} cores, {model}")
-}
-
-/// Wall-clock budget helper for bounded runs.
-pub fn elapsed_ms(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// CPU seconds (user + system) this process has used so far.
-pub fn process_cpu_seconds() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // getrusage only writes into the struct we pass.
-    let usage = rusage(&mut usage);
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
-}
-
-#[allow(unsafe_code)] // getrusage(2) has no safe wrapper in std.
-fn rusage(slot: &mut std::mem::MaybeUninit<libc::rusage>) -> libc::rusage {
-    // SAFETY: `slot` is valid for writes of a `rusage`; on success getrusage initialises it
-    // fully. RUSAGE_SELF cannot fail with a valid pointer.
-    unsafe {
-        let rc = libc::getrusage(libc::RUSAGE_SELF, slot.as_mut_ptr());
-        assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) failed");
-        slot.assume_init()
-    }
-}
-
-/// Sleeps are never used to measure; this exists so callers can bound a phase.
-pub const PHASE_TIMEOUT: Duration = Duration::from_secs(300);

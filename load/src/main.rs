@@ -1,8 +1,49 @@
 //! `booblik-load`: the load harness and the task-queue latency experiment.
+//!
+//! Every subcommand first measures this machine's baseline (loopback round trip, loopback TCP
+//! throughput, fsync latency) and reports every result beside it and as a ratio to it. Output:
+//! a progress bar on stderr, a markdown report on stdout, `--json FILE` for the numbers,
+//! `--out-dir DIR` for SVG plots of the queue runs. Every run is bounded in time and count,
+//! and every broker the harness starts listens on loopback only.
+//!
+//! | module | what it is |
+//! |---|---|
+//! | `baseline`, `machine`, `cpu` | the machine's floor, its description, CPU time |
+//! | `broker_host` | embedded / child-process / external broker (and the hidden `serve-child`) |
+//! | `queue/` | the task-queue experiment (sweep, chaos, observer, plots) |
+//! | `produce`, `fetch`, `e2e` | broker workloads |
+//! | `soak/` | the bounded reliability soak |
+//! | `report`, `targets`, `progress`, `latency`, `log_probe`, `ack`, `harness` | plumbing |
 
+mod ack;
 mod baseline;
+mod broker_host;
+mod cpu;
+mod e2e;
+mod fetch;
+mod harness;
+mod latency;
+mod log_probe;
+mod machine;
+mod produce;
+mod progress;
+mod queue;
+mod report;
+mod soak;
+mod targets;
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::ack::Ack;
+use crate::harness::Harness;
+use crate::machine::Machine;
+use crate::progress::Progress;
+use crate::queue::run::QueueOutcome;
+use crate::queue::{Arrival, ChaosConfig, PickArg, QueueRunConfig};
+use crate::report::{Report, Run};
 
 /// The booblik load harness.
 #[derive(Debug, Parser)]
@@ -12,19 +53,592 @@ struct Cli {
     command: Command,
 }
 
+#[allow(clippy::large_enum_variant)] // parsed once; boxing would only obscure clap's derive
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// This machine's floor: loopback round trip, loopback TCP throughput, fsync latency.
-    Baseline,
+    /// This machine's floor only: loopback round trip, loopback TCP throughput, fsync latency.
+    Baseline(CommonArgs),
+    /// The task-queue experiment: workers × pick × arrival, claim latency and lost work.
+    Queue {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        queue: QueueArgs,
+    },
+    /// Produce throughput: record sizes × ack policies × producers × client path.
+    Produce {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        produce: ProduceArgs,
+    },
+    /// Fetch throughput and CPU per GiB, zero-copy against heap (broker in a child process).
+    Fetch {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        fetch: FetchArgs,
+    },
+    /// Produce → follow latency at steady rates.
+    E2e {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        e2e: E2eArgs,
+    },
+    /// Bounded reliability soak; exits non-zero on any violation.
+    Soak {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        soak: SoakArgs,
+    },
+    /// Baseline, the queue sweep plus chaos and forced-ack runs, produce, fetch and e2e: what the
+    /// documents are made from.
+    All {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        queue: QueueArgs,
+        /// Skip the extra queue runs (chaos at 3 and 30 workers, one `forced` claim-ack run).
+        #[arg(long)]
+        no_extra_queue_runs: bool,
+        #[command(flatten)]
+        produce: ProduceArgs,
+        #[command(flatten)]
+        fetch: FetchArgs,
+        #[command(flatten)]
+        e2e: E2eArgs,
+    },
+    /// Internal: run a broker for the fetch workload in this child process.
+    #[command(hide = true)]
+    ServeChild(broker_host::ServeChildArgs),
+}
+
+/// Options every measuring subcommand takes.
+#[derive(Debug, Clone, Args)]
+struct CommonArgs {
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write SVG plots (queue runs) into this directory.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Use the broker at host:port instead of starting fresh embedded brokers (queue, produce,
+    /// e2e, soak; it needs the topics those workloads use). Fetch always starts its own.
+    #[arg(long)]
+    broker: Option<String>,
+    /// Directory under which fresh brokers keep their (temporary) data.
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    data_dir: PathBuf,
+    /// Baseline: 64-byte loopback round trips timed.
+    #[arg(long, default_value_t = 20_000)]
+    baseline_round_trips: u32,
+    /// Baseline: MiB pushed through loopback TCP.
+    #[arg(long, default_value_t = 2_048)]
+    baseline_tcp_mib: u64,
+    /// Baseline: 4 KiB write + fsync pairs timed.
+    #[arg(long, default_value_t = 200)]
+    baseline_fsyncs: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+struct QueueArgs {
+    /// Worker counts to sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = [3usize, 30])]
+    workers: Vec<usize>,
+    /// Pick strategies to sweep.
+    #[arg(long, value_delimiter = ',', default_values = ["first", "random"])]
+    pick: Vec<PickArg>,
+    /// Arrival patterns to sweep.
+    #[arg(long, value_delimiter = ',', default_values = ["backlog", "trickle"])]
+    arrival: Vec<Arrival>,
+    /// Tasks per run.
+    #[arg(long, default_value_t = 300)]
+    tasks: usize,
+    /// Trickle arrival rate, tasks per second.
+    #[arg(long, default_value_t = 150.0)]
+    trickle_per_s: f64,
+    /// Simulated work per task, ms.
+    #[arg(long, default_value_t = 10)]
+    work_ms: u64,
+    /// Lease, ms (extends every lease/3). Short, so chaos runs recover quickly.
+    #[arg(long, default_value_t = 1_000)]
+    lease_ms: u64,
+    /// Ack policy of task submissions, claims, extends and dones. `written` measures the
+    /// protocol without an fsync per claim; `forced` is what docs/task-queue.md recommends.
+    #[arg(long, value_enum, default_value_t = Ack::Written)]
+    claim_ack: Ack,
+    /// Kill workers mid-task in every run of the sweep.
+    #[arg(long)]
+    chaos: bool,
+    /// Share of the workers the chaos monkey kills (at least one).
+    #[arg(long, default_value_t = 0.34)]
+    chaos_share: f64,
+    /// The kill wave starts when this share of the tasks is finished.
+    #[arg(long, default_value_t = 0.3)]
+    chaos_after: f64,
+    /// Do not start replacements for killed workers (the survivors finish the work).
+    #[arg(long)]
+    chaos_no_replace: bool,
+    /// Upper bound on one queue run, seconds.
+    #[arg(long, default_value_t = 60)]
+    max_run_s: u64,
+}
+
+impl QueueArgs {
+    fn chaos_config(&self) -> ChaosConfig {
+        ChaosConfig {
+            share: self.chaos_share,
+            after_finished_share: self.chaos_after,
+            replace: !self.chaos_no_replace,
+        }
+    }
+
+    fn template(&self) -> QueueRunConfig {
+        QueueRunConfig {
+            workers: 0,
+            pick: PickArg::Random,
+            arrival: Arrival::Backlog,
+            tasks: self.tasks,
+            trickle_per_s: self.trickle_per_s,
+            work_ms: self.work_ms,
+            lease_ms: self.lease_ms,
+            claim_ack: self.claim_ack,
+            chaos: self.chaos.then(|| self.chaos_config()),
+            max_run_ms: self.max_run_s * 1_000,
+        }
+    }
+
+    fn sweep(&self) -> Vec<QueueRunConfig> {
+        queue::sweep(&self.workers, &self.pick, &self.arrival, self.template())
+    }
+
+    /// Chaos at each swept worker count (random, backlog) and one `forced` run at the smallest.
+    fn extra_runs(&self) -> Vec<QueueRunConfig> {
+        let base = QueueRunConfig {
+            pick: PickArg::Random,
+            arrival: Arrival::Backlog,
+            ..self.template()
+        };
+        let mut extra: Vec<QueueRunConfig> = self
+            .workers
+            .iter()
+            .map(|&workers| QueueRunConfig {
+                workers,
+                chaos: Some(self.chaos_config()),
+                ..base
+            })
+            .collect();
+        if let Some(&smallest) = self.workers.iter().min() {
+            extra.push(QueueRunConfig {
+                workers: smallest,
+                claim_ack: Ack::Forced,
+                chaos: None,
+                ..base
+            });
+        }
+        extra
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+struct ProduceArgs {
+    /// Payload sizes, bytes.
+    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1024])]
+    sizes: Vec<usize>,
+    /// Ack policies.
+    #[arg(long, value_delimiter = ',', default_values = ["none", "written", "forced"])]
+    acks: Vec<Ack>,
+    /// Producer counts (each its own connection and partition).
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4])]
+    producers: Vec<usize>,
+    /// Client paths: the batching `producer`, and `raw` pre-built batches.
+    #[arg(long, value_delimiter = ',', default_values = ["producer", "raw"])]
+    produce_clients: Vec<produce::ClientPath>,
+    /// How long each produce run sends, ms.
+    #[arg(long, default_value_t = 1_500)]
+    produce_duration_ms: u64,
+    /// Upper bound on records per producer per run.
+    #[arg(long, default_value_t = 20_000_000)]
+    produce_max_records: u64,
+    /// Producer linger window, ms.
+    #[arg(long, default_value_t = 5)]
+    linger_ms: u64,
+}
+
+impl ProduceArgs {
+    fn configs(&self) -> Vec<produce::ProduceConfig> {
+        let mut configs = Vec::new();
+        for &client in &self.produce_clients {
+            for &record_bytes in &self.sizes {
+                for &ack in &self.acks {
+                    for &producers in &self.producers {
+                        configs.push(produce::ProduceConfig {
+                            record_bytes,
+                            ack,
+                            producers,
+                            client,
+                            linger_ms: self.linger_ms,
+                            duration_ms: self.produce_duration_ms,
+                            max_records_per_producer: self.produce_max_records,
+                        });
+                    }
+                }
+            }
+        }
+        configs
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+struct FetchArgs {
+    /// MiB of 1 KiB records to preload and read.
+    #[arg(long, default_value_t = 1_024)]
+    fetch_mib: u64,
+    /// Full reads per reader and mode.
+    #[arg(long, default_value_t = 2)]
+    fetch_passes: u32,
+}
+
+#[allow(clippy::struct_field_names)] // flags flattened into `all` must not collide
+#[derive(Debug, Clone, Args)]
+struct E2eArgs {
+    /// Steady rates, records per second.
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000u64, 10_000])]
+    e2e_rates: Vec<u64>,
+    /// Producer linger windows, ms.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u64, 5])]
+    e2e_lingers: Vec<u64>,
+    /// How long each e2e run sends, ms.
+    #[arg(long, default_value_t = 3_000)]
+    e2e_duration_ms: u64,
+    /// Payload bytes per record.
+    #[arg(long, default_value_t = 100)]
+    e2e_record_bytes: usize,
+}
+
+impl E2eArgs {
+    fn configs(&self) -> Vec<e2e::E2eConfig> {
+        let mut configs = Vec::new();
+        for &rate_per_s in &self.e2e_rates {
+            for &linger_ms in &self.e2e_lingers {
+                configs.push(e2e::E2eConfig {
+                    rate_per_s,
+                    linger_ms,
+                    duration_ms: self.e2e_duration_ms,
+                    record_bytes: self.e2e_record_bytes,
+                });
+            }
+        }
+        configs
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+struct SoakArgs {
+    /// Seconds of producing.
+    #[arg(long, default_value_t = 120)]
+    duration_s: u64,
+    /// Partitions (one producer each).
+    #[arg(long, default_value_t = 2)]
+    partitions: u32,
+    /// Followers per partition.
+    #[arg(long, default_value_t = 2)]
+    followers_per_partition: u32,
+    /// Replayers.
+    #[arg(long, default_value_t = 1)]
+    replayers: u32,
+    /// Records per second per producer.
+    #[arg(long, default_value_t = 2_000)]
+    rate_per_producer: u64,
+    /// Graceful broker restarts during the run (embedded broker only).
+    #[arg(long, default_value_t = 2)]
+    broker_restarts: u32,
+    /// Shortest life of a follower's consumer, ms.
+    #[arg(long, default_value_t = 500)]
+    restart_min_ms: u64,
+    /// Longest life of a follower's consumer, ms.
+    #[arg(long, default_value_t = 3_000)]
+    restart_max_ms: u64,
+    /// Chance that a follower restart resumes behind its saved position.
+    #[arg(long, default_value_t = 0.3)]
+    behind_probability: f64,
+}
+
+impl SoakArgs {
+    fn config(&self) -> soak::SoakConfig {
+        soak::SoakConfig {
+            duration_s: self.duration_s,
+            partitions: self.partitions,
+            followers_per_partition: self.followers_per_partition,
+            replayers: self.replayers,
+            rate_per_producer: self.rate_per_producer,
+            broker_restarts: self.broker_restarts,
+            restart_min_ms: self.restart_min_ms,
+            restart_max_ms: self.restart_max_ms,
+            behind_probability: self.behind_probability,
+            min_bytes: 16,
+            max_bytes: 512,
+        }
+    }
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     match Cli::parse().command {
-        Command::Baseline => {
-            let b = baseline::measure(baseline::BaselineConfig::default()).await?;
-            println!("machine: {}", baseline::machine_description());
-            println!("{}", serde_json::to_string_pretty(&b)?);
+        Command::ServeChild(args) => broker_host::serve_child(args).await,
+        Command::Baseline(common) => {
+            let (harness, machine) = prepare(&common).await?;
+            finish(&common, machine, &harness, Vec::new(), &[])
+        }
+        Command::Queue { common, queue } => {
+            let (harness, machine) = prepare(&common).await?;
+            let configs = queue.sweep();
+            let progress = Progress::new(configs.len() as u64);
+            let outcomes = run_queue(&harness, &configs, &progress).await?;
+            progress.finish();
+            let runs = outcomes
+                .iter()
+                .map(|o| Run::Queue(Box::new(o.run.clone())))
+                .collect();
+            finish(&common, machine, &harness, runs, &outcomes)?;
+            check_queue_safety(&outcomes)
+        }
+        Command::Produce { common, produce } => {
+            let (harness, machine) = prepare(&common).await?;
+            let configs = produce.configs();
+            let progress = Progress::new(configs.len() as u64);
+            let runs = run_produce(&harness, &configs, &progress).await?;
+            progress.finish();
+            finish(&common, machine, &harness, runs, &[])
+        }
+        Command::Fetch { common, fetch } => {
+            let (harness, machine) = prepare(&common).await?;
+            let progress = Progress::new(1);
+            let runs = run_fetch(&harness, &fetch, &progress).await?;
+            progress.finish();
+            finish(&common, machine, &harness, runs, &[])
+        }
+        Command::E2e { common, e2e } => {
+            let (harness, machine) = prepare(&common).await?;
+            let configs = e2e.configs();
+            let progress = Progress::new(configs.len() as u64);
+            let runs = run_e2e(&harness, &configs, &progress).await?;
+            progress.finish();
+            finish(&common, machine, &harness, runs, &[])
+        }
+        Command::Soak { common, soak } => {
+            let (harness, machine) = prepare(&common).await?;
+            let progress = Progress::new(1);
+            let run = soak::run(&harness, soak.config(), &progress).await?;
+            progress.done();
+            progress.finish();
+            let violations = run.violations;
+            finish(&common, machine, &harness, vec![Run::Soak(run)], &[])?;
+            if violations > 0 {
+                bail!("the soak found {violations} violations");
+            }
+            Ok(())
+        }
+        Command::All {
+            common,
+            queue,
+            no_extra_queue_runs,
+            produce,
+            fetch,
+            e2e,
+        } => {
+            let (harness, machine) = prepare(&common).await?;
+            let mut queue_configs = queue.sweep();
+            if !no_extra_queue_runs {
+                queue_configs.extend(queue.extra_runs());
+            }
+            let produce_configs = produce.configs();
+            let e2e_configs = e2e.configs();
+            let steps = queue_configs.len() + produce_configs.len() + 1 + e2e_configs.len();
+            let progress = Progress::new(steps as u64);
+            let outcomes = run_queue(&harness, &queue_configs, &progress).await?;
+            let mut runs: Vec<Run> = outcomes
+                .iter()
+                .map(|o| Run::Queue(Box::new(o.run.clone())))
+                .collect();
+            runs.extend(run_produce(&harness, &produce_configs, &progress).await?);
+            runs.extend(run_fetch(&harness, &fetch, &progress).await?);
+            runs.extend(run_e2e(&harness, &e2e_configs, &progress).await?);
+            progress.finish();
+            finish(&common, machine, &harness, runs, &outcomes)?;
+            check_queue_safety(&outcomes)
+        }
+    }
+}
+
+/// Describes the machine and measures the baseline.
+async fn prepare(common: &CommonArgs) -> anyhow::Result<(Harness, Machine)> {
+    let machine = Machine::probe();
+    eprintln!("measuring the baseline on {}", machine.describe());
+    let baseline = baseline::measure(baseline::BaselineConfig {
+        round_trips: common.baseline_round_trips,
+        tcp_bytes: common.baseline_tcp_mib << 20,
+        fsyncs: common.baseline_fsyncs,
+        fsync_dir: common.data_dir.clone(),
+    })
+    .await
+    .context("measuring the baseline")?;
+    Ok((
+        Harness {
+            baseline,
+            data_parent: common.data_dir.clone(),
+            external_broker: common.broker.clone(),
+        },
+        machine,
+    ))
+}
+
+async fn run_queue(
+    harness: &Harness,
+    configs: &[QueueRunConfig],
+    progress: &Progress,
+) -> anyhow::Result<Vec<QueueOutcome>> {
+    let mut outcomes = Vec::with_capacity(configs.len());
+    for config in configs {
+        let label = queue::label(config);
+        progress.start(label.clone());
+        outcomes.push(
+            queue::run::run(harness, *config)
+                .await
+                .with_context(|| format!("{label} failed"))?,
+        );
+        progress.done();
+    }
+    Ok(outcomes)
+}
+
+async fn run_produce(
+    harness: &Harness,
+    configs: &[produce::ProduceConfig],
+    progress: &Progress,
+) -> anyhow::Result<Vec<Run>> {
+    let mut runs = Vec::with_capacity(configs.len());
+    for config in configs {
+        let label = format!(
+            "produce {:?} {} B ack={} producers={}",
+            config.client,
+            config.record_bytes,
+            config.ack.name(),
+            config.producers
+        );
+        progress.start(label.clone());
+        runs.push(Run::Produce(
+            produce::run(harness, *config)
+                .await
+                .with_context(|| format!("{label} failed"))?,
+        ));
+        progress.done();
+    }
+    Ok(runs)
+}
+
+async fn run_fetch(
+    harness: &Harness,
+    args: &FetchArgs,
+    progress: &Progress,
+) -> anyhow::Result<Vec<Run>> {
+    progress.start(format!(
+        "fetch {} MiB × {} passes, zero-copy and heap",
+        args.fetch_mib, args.fetch_passes
+    ));
+    let runs = fetch::run(
+        harness,
+        fetch::FetchConfig {
+            data_mib: args.fetch_mib,
+            passes: args.fetch_passes,
+        },
+    )
+    .await
+    .context("fetch failed")?;
+    progress.done();
+    Ok(runs.into_iter().map(Run::Fetch).collect())
+}
+
+async fn run_e2e(
+    harness: &Harness,
+    configs: &[e2e::E2eConfig],
+    progress: &Progress,
+) -> anyhow::Result<Vec<Run>> {
+    let mut runs = Vec::with_capacity(configs.len());
+    for config in configs {
+        let label = format!("e2e {}/s linger {} ms", config.rate_per_s, config.linger_ms);
+        progress.start(label.clone());
+        runs.push(Run::E2e(
+            e2e::run(harness, *config)
+                .await
+                .with_context(|| format!("{label} failed"))?,
+        ));
+        progress.done();
+    }
+    Ok(runs)
+}
+
+/// Prints the markdown report (with the targets when there is anything to judge), writes the
+/// JSON and the plots.
+fn finish(
+    common: &CommonArgs,
+    mut machine: Machine,
+    harness: &Harness,
+    runs: Vec<Run>,
+    queue_outcomes: &[QueueOutcome],
+) -> anyhow::Result<()> {
+    machine.finish();
+    let report = Report {
+        machine,
+        baseline: harness.baseline,
+        runs,
+    };
+    let mut text = report.markdown();
+    let verdicts: Vec<targets::Verdict> = targets::evaluate(&report)
+        .into_iter()
+        .filter(|v| v.met.is_some())
+        .collect();
+    if !verdicts.is_empty() {
+        text.push_str("\n## Targets\n\n");
+        text.push_str(&targets::markdown(&verdicts));
+    }
+    println!("{text}");
+    if let Some(path) = &common.json {
+        report.write_json(path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(dir) = &common.out_dir
+        && !queue_outcomes.is_empty()
+    {
+        for path in queue::plots::write_all(queue_outcomes, dir)? {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// The queue's safety promises are not targets but guarantees: a broken one fails the command
+/// (after the report is out).
+fn check_queue_safety(outcomes: &[QueueOutcome]) -> anyhow::Result<()> {
+    for outcome in outcomes {
+        let r = &outcome.run;
+        if r.violations > 0 || r.duplicate_effects > 0 {
+            bail!(
+                "{} workers, pick {}, {}: {} verifier violations, {} duplicate effects",
+                r.workers,
+                r.pick.name(),
+                r.arrival.name(),
+                r.violations,
+                r.duplicate_effects
+            );
         }
     }
     Ok(())

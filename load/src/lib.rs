@@ -1,1 +1,0 @@
-//! The booblik load harness.

@@ -1,0 +1,297 @@
+//! The produce workload: records/s and MB/s into the broker, per record size, ack policy, number
+//! of producers and client path.
+//!
+//! Two client paths, because they answer different questions:
+//!
+//! * `producer` — the client's batching [`Producer`](booblik_client::Producer): one `send` per
+//!   record, batched by the linger window and the batch size. What an application gets.
+//! * `raw` — pre-built PRODUCE batches pipelined on a [`Connection`](booblik_client::Connection)
+//!   (one reused `RecordSet`, so the client does almost nothing per record). What the broker
+//!   and the wire can take; the gap between the two is the client's per-record cost.
+//!
+//! Each producer has its own connection and writes to its own partition (`i mod partitions`).
+//! A run is bounded by time and by a record count. Throughput counts only records that are in
+//! the log: after the last answer (or, with `ack = none`, once METADATA shows every record) the
+//! topic must hold exactly the records sent, or the run fails.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::{Context, ensure};
+use booblik_client::{Client, ConnectionConfig, ProducerConfig, TopicName};
+use booblik_protocol::RecordSet;
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::ack::Ack;
+use crate::baseline::Baseline;
+use crate::broker_host::{BrokerHost, BrokerSpec};
+use crate::cpu;
+use crate::harness::Harness;
+use crate::log_probe;
+
+/// Topic the produce workload writes to.
+pub const TOPIC: &str = "bench";
+/// Requests a `raw` producer keeps in flight.
+const RAW_IN_FLIGHT: usize = 8;
+/// Records-plus-size-fields per `raw` batch (the `producer` default batch is 1 MiB too).
+const RAW_BATCH_BYTES: usize = 1024 * 1024;
+/// Longest wait for `ack = none` records to appear in the log after the last write.
+const LANDING_LIMIT: Duration = Duration::from_mins(1);
+/// Producers check their deadline every this many records.
+const DEADLINE_CHECK_EVERY: u64 = 256;
+
+/// Which client path produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientPath {
+    /// The batching `Producer`, one `send` per record.
+    Producer,
+    /// Pre-built batches pipelined on a connection.
+    Raw,
+}
+
+/// One produce run.
+#[derive(Debug, Clone, Copy)]
+pub struct ProduceConfig {
+    /// Payload bytes per record.
+    pub record_bytes: usize,
+    /// Ack policy.
+    pub ack: Ack,
+    /// Concurrent producers, each on its own connection and partition.
+    pub producers: usize,
+    /// Client path.
+    pub client: ClientPath,
+    /// Producer linger window (the `producer` path).
+    pub linger_ms: u64,
+    /// How long the producers send.
+    pub duration_ms: u64,
+    /// Upper bound on records per producer.
+    pub max_records_per_producer: u64,
+}
+
+/// What one produce run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProduceRun {
+    /// Payload bytes per record.
+    pub record_bytes: usize,
+    /// Ack policy.
+    pub ack: Ack,
+    /// Concurrent producers.
+    pub producers: usize,
+    /// Client path.
+    pub client: ClientPath,
+    /// Linger window of the `producer` path (ms).
+    pub linger_ms: u64,
+    /// Records sent and found in the log.
+    pub records: u64,
+    /// Seconds from the first send to the last record settled (or landed, for `none`).
+    pub seconds: f64,
+    /// Records per second.
+    pub records_per_s: f64,
+    /// Payload megabytes (10^6) per second.
+    pub mb_s: f64,
+    /// Bytes on the wire per second (payload + 4-byte size per record), MB/s.
+    pub wire_mb_s: f64,
+    /// CPU seconds of this process during the run (client and, if embedded, broker).
+    pub process_cpu_s: f64,
+    /// Where the broker ran.
+    pub broker: &'static str,
+    /// Ratios to the baseline of the same invocation.
+    pub vs_baseline: ProduceRatios,
+}
+
+/// Produce figures relative to the machine's floor.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ProduceRatios {
+    /// `wire_mb_s / tcp_mb_s`: share of raw loopback TCP throughput used.
+    pub wire_mb_s_over_tcp_mb_s: f64,
+}
+
+/// Runs one produce configuration against a fresh broker (or `--broker`).
+pub async fn run(harness: &Harness, config: ProduceConfig) -> anyhow::Result<ProduceRun> {
+    ensure!(config.producers > 0, "at least one producer");
+    ensure!(
+        config.record_bytes > 0,
+        "records must have at least one byte"
+    );
+    let spec = BrokerSpec::with_topics(format!("{TOPIC}:{}", config.producers));
+    let host = BrokerHost::fresh_or_external(
+        harness.external_broker.as_deref(),
+        &spec,
+        &harness.data_parent,
+    )
+    .await?;
+    let result = measure(&host, config, &harness.baseline).await;
+    host.stop().await?;
+    result
+}
+
+async fn measure(
+    host: &BrokerHost,
+    config: ProduceConfig,
+    baseline: &Baseline,
+) -> anyhow::Result<ProduceRun> {
+    let admin = Client::connect(host.addr(), ConnectionConfig::default()).await?;
+    let partitions = admin.topic(TOPIC).await?.partition_count() as usize;
+    let before = log_probe::records_in_topic(&admin, TOPIC).await?;
+    let payload = Bytes::from(vec![0xA5u8; config.record_bytes]);
+
+    let cpu_before = cpu::process_cpu_seconds();
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(config.duration_ms);
+    let mut producers = Vec::with_capacity(config.producers);
+    for index in 0..config.producers {
+        let client = Client::connect(host.addr(), ConnectionConfig::default()).await?;
+        let partition = (index % partitions) as i32;
+        let payload = payload.clone();
+        producers.push(tokio::spawn(async move {
+            match config.client {
+                ClientPath::Producer => {
+                    produce_with_producer(client, partition, payload, config, deadline).await
+                }
+                ClientPath::Raw => produce_raw(client, partition, payload, config, deadline).await,
+            }
+        }));
+    }
+    let mut sent = 0u64;
+    for producer in producers {
+        sent += producer.await.context("a producer task failed")??;
+    }
+    let expected = before + sent as i64;
+    if config.ack == Ack::None {
+        log_probe::wait_for_records(&admin, TOPIC, expected, LANDING_LIMIT).await?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let process_cpu_s = cpu::process_cpu_seconds() - cpu_before;
+    let in_log = log_probe::records_in_topic(&admin, TOPIC).await?;
+    ensure!(
+        in_log == expected,
+        "{TOPIC} holds {in_log} records, expected {expected} ({sent} sent by this run)"
+    );
+
+    let records_per_s = sent as f64 / seconds;
+    let mb_s = records_per_s * config.record_bytes as f64 / 1e6;
+    let wire_mb_s = records_per_s * (config.record_bytes + 4) as f64 / 1e6;
+    Ok(ProduceRun {
+        record_bytes: config.record_bytes,
+        ack: config.ack,
+        producers: config.producers,
+        client: config.client,
+        linger_ms: config.linger_ms,
+        records: sent,
+        seconds,
+        records_per_s,
+        mb_s,
+        wire_mb_s,
+        process_cpu_s,
+        broker: if host.is_fresh() {
+            "embedded"
+        } else {
+            "external"
+        },
+        vs_baseline: ProduceRatios {
+            wire_mb_s_over_tcp_mb_s: wire_mb_s / baseline.tcp_mb_s,
+        },
+    })
+}
+
+/// One `send` per record through the batching producer; flushes at the end. Returns the number
+/// of records sent (all settled when it returns).
+async fn produce_with_producer(
+    client: Client,
+    partition: i32,
+    payload: Bytes,
+    config: ProduceConfig,
+    deadline: Instant,
+) -> anyhow::Result<u64> {
+    let producer = client
+        .producer(
+            TOPIC,
+            ProducerConfig {
+                ack: config.ack.policy(),
+                linger_ms: config.linger_ms,
+                ..ProducerConfig::default()
+            },
+        )
+        .await?;
+    let mut sent = 0u64;
+    // The deliveries are not awaited one by one (that would measure the await, not the
+    // producer); the count in the log is checked after the flush instead.
+    while sent < config.max_records_per_producer {
+        producer.send_to(partition, payload.clone()).await?;
+        sent += 1;
+        if sent.is_multiple_of(DEADLINE_CHECK_EVERY) && Instant::now() >= deadline {
+            break;
+        }
+    }
+    producer.flush().await?;
+    Ok(sent)
+}
+
+/// The same pre-built batch again and again, `RAW_IN_FLIGHT` requests pipelined. Returns the
+/// number of records sent (all answered, or written for `ack = none`, when it returns).
+async fn produce_raw(
+    client: Client,
+    partition: i32,
+    payload: Bytes,
+    config: ProduceConfig,
+    deadline: Instant,
+) -> anyhow::Result<u64> {
+    let topic = TopicName::new(TOPIC)?;
+    let per_batch = (RAW_BATCH_BYTES / (payload.len() + 4)).max(1);
+    let batch = RecordSet::from_payloads(std::iter::repeat_n(&payload[..], per_batch))?;
+    let connection = client.open_connection().await?;
+    let mut in_flight = std::collections::VecDeque::with_capacity(RAW_IN_FLIGHT);
+    let mut sent = 0u64;
+    while sent < config.max_records_per_producer && Instant::now() < deadline {
+        if in_flight.len() == RAW_IN_FLIGHT {
+            let answer: booblik_client::ResponseFuture<_> =
+                in_flight.pop_front().expect("the queue is full");
+            answer.wait().await?;
+        }
+        let answer = connection
+            .submit_produce(&topic, partition, config.ack.policy(), batch.clone())
+            .await?;
+        in_flight.push_back(answer);
+        sent += per_batch as u64;
+    }
+    for answer in in_flight {
+        answer.wait().await?;
+    }
+    Ok(sent)
+}
+
+/// The produce results as a markdown table.
+pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
+    let mut out = String::from(
+        "| client | record B | ack | producers | records | records/s | MB/s (payload) | wire MB/s | ÷ TCP baseline | CPU s |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.2} |",
+            match run.client {
+                ClientPath::Producer => "producer",
+                ClientPath::Raw => "raw",
+            },
+            run.record_bytes,
+            run.ack.name(),
+            run.producers,
+            run.records,
+            run.records_per_s,
+            run.mb_s,
+            run.wire_mb_s,
+            run.vs_baseline.wire_mb_s_over_tcp_mb_s,
+            run.process_cpu_s,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTCP baseline: {:.0} MB/s one-way loopback.",
+        baseline.tcp_mb_s
+    );
+    out
+}

@@ -1,0 +1,99 @@
+//! The harness's own reader of the claims log: it tells when a run is over.
+//!
+//! A run is over when every task it enqueued is finished — its done accepted or the task
+//! dead-lettered — *in the log*, as any reader would judge it. So the harness follows the claims
+//! partition from its first record, applies every record to its own
+//! [`QueueState`](booblik_samples::queue::state::QueueState) (the same pure rules as the
+//! workers), and records which tasks finished and when. Workers' events would only say what each
+//! worker believes it appended.
+//!
+//! The observer is one more follower of the claims log; the load it adds is that of one more
+//! worker's claims follower (it does not read the tasks log: the verdict ignores it).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use booblik_client::{Client, ConsumerConfig, StartPosition};
+use booblik_samples::queue::record::ClaimsRecord;
+use booblik_samples::queue::state::{Event, QueueConfig, QueueState};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+#[derive(Debug, Default)]
+struct Finished {
+    ids: HashSet<Uuid>,
+    last_at: Option<Instant>,
+}
+
+/// A running observer.
+#[derive(Debug)]
+pub struct Observer {
+    finished: Arc<Mutex<Finished>>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Observer {
+    /// Starts following `claims_topic` from its first record.
+    pub async fn start(
+        client: &Client,
+        claims_topic: &str,
+        config: QueueConfig,
+    ) -> anyhow::Result<Self> {
+        let consumer = client
+            .consumer(
+                claims_topic,
+                0,
+                StartPosition::Earliest,
+                ConsumerConfig::default(),
+            )
+            .await?;
+        let finished = Arc::new(Mutex::new(Finished::default()));
+        let sink = Arc::clone(&finished);
+        let task = tokio::spawn(async move {
+            let mut state = QueueState::new(config);
+            let mut follow = consumer.follow();
+            loop {
+                let batch = follow.next_batch().await?;
+                let now = Instant::now();
+                let mut newly = Vec::new();
+                for record in &batch.records {
+                    // Undecodable records are the verifier's to report; the verdict skips them.
+                    let Ok(decoded) = ClaimsRecord::decode(&record.payload) else {
+                        continue;
+                    };
+                    match state.apply_claims_record(record.offset, &decoded)? {
+                        Event::DoneAccepted { task_id, .. }
+                        | Event::TaskDeadLettered { task_id, .. } => newly.push(task_id),
+                        _ => {}
+                    }
+                }
+                if !newly.is_empty() {
+                    let mut finished = sink.lock().expect("observer lock");
+                    finished.ids.extend(newly);
+                    finished.last_at = Some(now);
+                }
+            }
+        });
+        Ok(Self { finished, task })
+    }
+
+    /// How many of `tasks` are finished, and when the last task (of any) finished.
+    pub fn finished_among<V>(&self, tasks: &HashMap<Uuid, V>) -> (usize, Option<Instant>) {
+        let finished = self.finished.lock().expect("observer lock");
+        let count = tasks.keys().filter(|id| finished.ids.contains(id)).count();
+        (count, finished.last_at)
+    }
+
+    /// A failure of the observer (it stops at the first), if it has stopped.
+    pub fn failure(&self) -> Option<String> {
+        self.task
+            .is_finished()
+            .then(|| "the claims observer stopped".to_owned())
+    }
+
+    /// Stops following.
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}

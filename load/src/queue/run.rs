@@ -1,0 +1,345 @@
+//! One queue run, start to verdict: broker, observer, tasks, workers, chaos, shutdown, and the
+//! verifier over both logs.
+//!
+//! The conductor is one loop that owns every piece of run state (no locks): it folds worker
+//! events into the [`Tally`], records submissions, and every [`CHECK_EVERY`] asks the
+//! [`Observer`] whether every task is finished, lets the chaos monkey pick victims, and watches
+//! the time limit.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use booblik_client::{Client, ConnectionConfig};
+use booblik_samples::queue::record::ClaimsRecord;
+use booblik_samples::queue::state::QueueConfig;
+use booblik_samples::queue::verify::{VerifyConfig, Violation, verify};
+use booblik_samples::queue::worker::{
+    Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, wall_clock_ms,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use uuid::Uuid;
+
+use super::chaos::ChaosPlan;
+use super::observer::Observer;
+use super::tally::Tally;
+use super::{Arrival, QueueRatios, QueueRun, QueueRunConfig, arrival};
+use crate::baseline::Baseline;
+use crate::broker_host::{BrokerHost, BrokerSpec};
+use crate::cpu;
+use crate::harness::Harness;
+use crate::latency::LatencyRecorder;
+
+/// A run's figures and its claim-latency histogram (for the plots).
+#[derive(Debug, Clone)]
+pub struct QueueOutcome {
+    /// The figures.
+    pub run: QueueRun,
+    /// Every claim latency of the run.
+    pub claim_latency: LatencyRecorder,
+}
+
+/// Topic of task records.
+pub const TASKS_TOPIC: &str = "tasks";
+/// Topic of claims, extends and dones.
+pub const CLAIMS_TOPIC: &str = "claims";
+/// How often the conductor checks for the end of the run and for chaos.
+const CHECK_EVERY: Duration = Duration::from_millis(10);
+/// How long workers get to stop after the shutdown signal before they are aborted.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+
+/// A started worker: its run task and whether the monkey killed it.
+struct Slot {
+    run: JoinHandle<anyhow::Result<WorkerStats>>,
+    killed: bool,
+}
+
+/// Runs one configuration against a fresh broker (or `--broker`).
+pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<QueueOutcome> {
+    anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
+    let spec = BrokerSpec::with_topics(format!("{TASKS_TOPIC}:1,{CLAIMS_TOPIC}:1"));
+    let host = BrokerHost::fresh_or_external(
+        harness.external_broker.as_deref(),
+        &spec,
+        &harness.data_parent,
+    )
+    .await?;
+    let result = conduct(&host, config, &harness.baseline).await;
+    host.stop().await?;
+    result
+}
+
+async fn conduct(
+    host: &BrokerHost,
+    config: QueueRunConfig,
+    baseline: &Baseline,
+) -> anyhow::Result<QueueOutcome> {
+    let queue = QueueConfig::default();
+    let admin = Client::connect(host.addr(), ConnectionConfig::default()).await?;
+    let observer = Observer::start(&admin, CLAIMS_TOPIC, queue).await?;
+    let worker_config = || WorkerConfig {
+        worker_id: Uuid::new_v4(),
+        tasks_topic: TASKS_TOPIC.to_owned(),
+        claims_topic: CLAIMS_TOPIC.to_owned(),
+        lease_ms: config.lease_ms,
+        work_ms: config.work_ms,
+        extend_every_ms: 0,
+        pick: config.pick.pick(),
+        queue,
+        claim_ack: config.claim_ack.policy(),
+        ..WorkerConfig::default()
+    };
+
+    let (submitted_tx, mut submitted_rx) = mpsc::unbounded_channel();
+    let mut submitted: HashMap<Uuid, Instant> = HashMap::with_capacity(config.tasks);
+    let enqueue = |rate| {
+        arrival::enqueue(
+            admin.clone(),
+            TASKS_TOPIC.to_owned(),
+            config.tasks,
+            config.claim_ack.policy(),
+            rate,
+            submitted_tx.clone(),
+        )
+    };
+    let mut enqueuer = None;
+    if config.arrival == Arrival::Backlog {
+        enqueue(None).await?;
+        while let Ok((id, at)) = submitted_rx.try_recv() {
+            submitted.insert(id, at);
+        }
+    }
+
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut slots = Vec::with_capacity(config.workers);
+    for slot in 0..config.workers {
+        slots.push(
+            start_worker(
+                host.addr(),
+                worker_config(),
+                slot,
+                events_tx.clone(),
+                shutdown_rx.clone(),
+            )
+            .await?,
+        );
+    }
+    let cpu_before = cpu::process_cpu_seconds();
+    let started = Instant::now();
+    if config.arrival == Arrival::Trickle {
+        enqueuer = Some(tokio::spawn(enqueue(Some(config.trickle_per_s))));
+    }
+    let deadline = started + Duration::from_millis(config.max_run_ms);
+    let mut tally = Tally::default();
+    let mut chaos = config.chaos.map(|c| ChaosPlan::new(c, config.workers));
+    let mut replaced = 0u64;
+    let mut check = tokio::time::interval(CHECK_EVERY);
+    check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let ended_at = loop {
+        tokio::select! {
+            Some((slot, event)) = events_rx.recv() => tally.apply(slot, &event, Instant::now()),
+            Some((id, at)) = submitted_rx.recv() => { submitted.insert(id, at); }
+            _ = check.tick() => {
+                let now = Instant::now();
+                let (finished, last_at) = observer.finished_among(&submitted);
+                if submitted.len() == config.tasks && finished == config.tasks {
+                    break last_at.unwrap_or(now);
+                }
+                if now >= deadline {
+                    tracing::warn!(finished, tasks = config.tasks, "queue run hit its time limit");
+                    break now;
+                }
+                if let Some(reason) = observer.failure() {
+                    bail!("{reason}");
+                }
+                if let Some(slot) = slots.iter().position(|s| !s.killed && s.run.is_finished()) {
+                    let outcome = (&mut slots[slot].run).await;
+                    bail!("worker {slot} stopped during the run: {outcome:?}");
+                }
+                if let Some(plan) = &mut chaos {
+                    for victim in plan.victims(finished, config.tasks, &tally.working_slots()) {
+                        slots[victim].run.abort();
+                        slots[victim].killed = true;
+                        tally.forget(victim);
+                        tracing::info!(slot = victim, "chaos: worker killed mid-task");
+                        if plan.replaces() {
+                            let slot = slots.len();
+                            slots.push(
+                                start_worker(
+                                    host.addr(),
+                                    worker_config(),
+                                    slot,
+                                    events_tx.clone(),
+                                    shutdown_rx.clone(),
+                                )
+                                .await?,
+                            );
+                            replaced += 1;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let elapsed_s = ended_at.duration_since(started).as_secs_f64();
+    let process_cpu_s = cpu::process_cpu_seconds() - cpu_before;
+
+    shutdown_tx.send_replace(true);
+    for (index, slot) in slots.into_iter().enumerate() {
+        if slot.killed {
+            continue;
+        }
+        match tokio::time::timeout(SHUTDOWN_LIMIT, slot.run).await {
+            Ok(Ok(Ok(_stats))) => {}
+            Ok(outcome) => tracing::warn!(worker = index, ?outcome, "worker ended badly"),
+            Err(_) => tracing::warn!(worker = index, "worker did not stop in time"),
+        }
+    }
+    if let Some(enqueuer) = enqueuer {
+        enqueuer.abort();
+    }
+    observer.stop();
+    drop(events_tx);
+    while let Ok((slot, event)) = events_rx.try_recv() {
+        tally.apply(slot, &event, Instant::now());
+    }
+    while let Ok((id, at)) = submitted_rx.try_recv() {
+        submitted.insert(id, at);
+    }
+
+    let (mut tasks, mut claims) = read_logs(&admin, TASKS_TOPIC, CLAIMS_TOPIC)
+        .await
+        .context("reading the logs back")?;
+    if !host.is_fresh() {
+        // An external broker's logs hold earlier runs too: keep this run's tasks and claims.
+        tasks.retain(|(_, task)| submitted.contains_key(&task.task_id));
+        claims.retain(|(_, record)| submitted.contains_key(&record.task_id()));
+    }
+    let report = verify(
+        &tasks,
+        &claims,
+        &VerifyConfig {
+            queue,
+            as_of_ms: wall_clock_ms(),
+            lost_after_ms: 0,
+        },
+    );
+    let summary = &report.summary;
+    let violations = report
+        .violations
+        .iter()
+        .filter(|v| !matches!(v, Violation::TaskLost { .. }))
+        .inspect(|v| tracing::error!(violation = ?v, "queue invariant broken"))
+        .count() as u64;
+
+    let claim_latency_us = tally.claim_latency.percentiles();
+    let enqueue_to_claim_us = tally.enqueue_to_claim(&submitted).percentiles();
+    let claim_p50_ms = claim_latency_us.p50 / 1_000.0;
+    let mut ceiling_tasks_per_s =
+        config.workers as f64 * 1_000.0 / (config.work_ms as f64 + 2.0 * claim_p50_ms);
+    let arrival_per_s = match config.arrival {
+        Arrival::Backlog => 0.0,
+        Arrival::Trickle => {
+            ceiling_tasks_per_s = ceiling_tasks_per_s.min(config.trickle_per_s);
+            config.trickle_per_s
+        }
+    };
+    let tasks_total = summary.tasks;
+    let run = QueueRun {
+        workers: config.workers,
+        pick: config.pick,
+        arrival: config.arrival,
+        claim_ack: config.claim_ack,
+        chaos: config.chaos.is_some(),
+        work_ms: config.work_ms,
+        lease_ms: config.lease_ms,
+        arrival_per_s,
+        claim_latency_us,
+        enqueue_to_claim_us,
+        attempts: summary.claims,
+        wins: summary.wins,
+        lost_races: summary.lost_races,
+        lost_race_pct: 100.0 * summary.lost_races as f64 / (summary.claims.max(1)) as f64,
+        attempts_per_task: summary.claims as f64 / tasks_total.max(1) as f64,
+        attempts_histogram: attempts_histogram(&tasks_ids(&tasks), &claims),
+        duplicate_executions: summary.duplicate_executions,
+        expired_leases: summary.expired_leases,
+        fenced_dones: summary.fenced_dones,
+        duplicate_effects: summary.duplicate_effects,
+        tasks_total,
+        tasks_completed: summary.completed,
+        tasks_never_completed: summary.never_completed,
+        dead_lettered: summary.dead_lettered,
+        violations,
+        workers_killed: chaos.as_ref().map_or(0, |c| c.killed() as u64),
+        workers_replaced: replaced,
+        tasks_per_s: summary.completed as f64 / elapsed_s.max(f64::MIN_POSITIVE),
+        ceiling_tasks_per_s,
+        elapsed_s,
+        process_cpu_s,
+        vs_baseline: QueueRatios {
+            claim_p50_over_rtt_p50: claim_latency_us.p50 / baseline.rtt_us_p50,
+            claim_p99_over_rtt_p50: claim_latency_us.p99 / baseline.rtt_us_p50,
+            claim_p50_over_fsync_p50: claim_latency_us.p50 / baseline.fsync_us_p50,
+        },
+    };
+    Ok(QueueOutcome {
+        run,
+        claim_latency: tally.claim_latency,
+    })
+}
+
+/// Connects a client, starts a worker with its events forwarded as `(slot, event)`, and runs it
+/// until `shutdown` turns true.
+async fn start_worker(
+    addr: &str,
+    config: WorkerConfig,
+    slot: usize,
+    events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<Slot> {
+    let client = Client::connect(addr, ConnectionConfig::default()).await?;
+    let mut worker = Worker::start(client, config).await?;
+    let mut events = worker.events().context("a new worker's events")?;
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if events_out.send((slot, event)).is_err() {
+                break;
+            }
+        }
+    });
+    // The run task owns the worker: aborting it drops the worker, which stops its followers —
+    // a crash, as far as the other workers can tell.
+    let worker = Arc::new(worker);
+    let run = tokio::spawn(async move {
+        worker
+            .run(async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
+    Ok(Slot { run, killed: false })
+}
+
+fn tasks_ids(tasks: &[(i64, booblik_samples::queue::record::Task)]) -> Vec<Uuid> {
+    tasks.iter().map(|(_, t)| t.task_id).collect()
+}
+
+/// `(attempts, tasks)`: how many tasks saw exactly that many claims (0 included).
+fn attempts_histogram(task_ids: &[Uuid], claims: &[(i64, ClaimsRecord)]) -> Vec<(u64, u64)> {
+    let mut per_task: HashMap<Uuid, u64> = task_ids.iter().map(|id| (*id, 0)).collect();
+    for (_, record) in claims {
+        if let ClaimsRecord::Claim(claim) = record {
+            *per_task.entry(claim.task_id).or_insert(0) += 1;
+        }
+    }
+    let mut histogram: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for attempts in per_task.values() {
+        *histogram.entry(*attempts).or_insert(0) += 1;
+    }
+    histogram.into_iter().collect()
+}

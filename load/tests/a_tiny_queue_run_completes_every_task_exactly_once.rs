@@ -1,0 +1,71 @@
+//! A tiny queue run (3 workers, 30 tasks) through the binary: the JSON report carries every
+//! key of the experiment's contract, every task is completed, and no effect is duplicated.
+
+mod support;
+
+use support::{assert_baseline, number, run_report};
+
+#[test]
+fn a_tiny_queue_run_completes_every_task_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_report(
+        dir.path(),
+        &[
+            "queue",
+            "--workers",
+            "3",
+            "--pick",
+            "random",
+            "--arrival",
+            "backlog",
+            "--tasks",
+            "30",
+            "--work-ms",
+            "5",
+            "--max-run-s",
+            "20",
+        ],
+    );
+    assert_baseline(&report);
+    let runs = report["runs"].as_array().expect("runs is an array");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["kind"], "queue");
+    assert_eq!(run["workers"], 3);
+    assert_eq!(run["pick"], "random");
+    assert_eq!(run["arrival"], "backlog");
+    for key in ["p50", "p90", "p99", "p999", "max"] {
+        let value = number(&run["claim_latency_us"], key);
+        assert!(value > 0.0, "claim_latency_us.{key} = {value}");
+    }
+    for key in [
+        "attempts",
+        "wins",
+        "lost_races",
+        "attempts_per_task",
+        "duplicate_executions",
+        "fenced_dones",
+        "duplicate_effects",
+        "tasks_total",
+        "tasks_completed",
+        "tasks_never_completed",
+        "dead_lettered",
+        "tasks_per_s",
+        "ceiling_tasks_per_s",
+    ] {
+        number(run, key);
+    }
+    assert_eq!(number(run, "tasks_total"), 30.0);
+    assert_eq!(number(run, "tasks_completed"), 30.0);
+    assert_eq!(number(run, "tasks_never_completed"), 0.0);
+    assert_eq!(number(run, "duplicate_effects"), 0.0);
+    assert_eq!(number(run, "violations"), 0.0);
+    assert!(number(run, "wins") >= 30.0);
+    assert_eq!(
+        number(run, "attempts"),
+        number(run, "wins") + number(run, "lost_races") + number(run, "dead_lettered"),
+        "attempts = wins + lost races + dead-letterings"
+    );
+    assert!(number(run, "tasks_per_s") > 0.0);
+    assert!(number(run, "ceiling_tasks_per_s") > 0.0);
+}
