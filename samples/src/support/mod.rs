@@ -1,3 +1,21 @@
 //! Plumbing shared by the samples, kept out of the sample files so they stay about the log.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`cli`] | the flags every sample takes (`--broker`, `--stats-bind`, `--topic`) |
+//! | [`logging`] | `tracing` to stderr, filtered by `RUST_LOG` |
+//! | [`shutdown`] | one stop signal for many tasks; Ctrl-C and SIGTERM trigger it |
+//! | [`per_partition`] | one task per partition with a shared stop signal |
+//! | [`retry`] | which client errors are worth retrying, and connecting to a broker that is still starting |
+//! | [`pacer`] | sending at a fixed rate without drift or bursts |
+//! | [`stats_http`] | `GET /stats` (and any extra routes) over HTTP, plus a periodic stats log line |
+//! | [`embedded_broker`] | a broker in the same process, for the demo and the tests |
 
+pub mod cli;
+pub mod embedded_broker;
+pub mod logging;
+pub mod pacer;
+pub mod per_partition;
+pub mod retry;
+pub mod shutdown;
 pub mod stats_http;

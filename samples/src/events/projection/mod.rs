@@ -1,0 +1,280 @@
+//! The projection: a read model folded from the log — replay to catch up, then follow — that
+//! answers queries over HTTP and **stores no position**.
+//!
+//! ```text
+//!  per partition:  replay from the log start to the high watermark ──► apply each record
+//!                  follow from the replay's next_offset ─────────────► apply each record
+//!  queries:        GET /stats (top users, positions), GET /users/{id}
+//! ```
+//!
+//! # Why it stores no position
+//!
+//! A read model is two things that must agree: the state (events per user) and the position it
+//! reflects (how far into each partition the fold has gone). Persist them separately and a crash
+//! between the two writes leaves them disagreeing:
+//!
+//! * position saved, state not — the restart resumes *after* records whose effect on the state is
+//!   gone: those events are silently missing from the model, forever;
+//! * state saved, position not — the restart applies records a second time: counts double.
+//!
+//! Persist only the position (the follow consumer's pattern) and it is worse: the in-memory state
+//! is empty after a restart, yet the fold resumes mid-log. So the rule is: **state and position are
+//! persisted together, atomically (one snapshot file written with temp-file + rename), or not at
+//! all.** This projection chooses "not at all": its state lives in memory, its positions live
+//! inside that state ([`Projection::positions`]), and a restart rebuilds both by replaying the log
+//! from the beginning. That costs a replay at start-up — cheap at a sample's scale — and can never
+//! be inconsistent. (Snapshotting `(state, positions)` together is the next step when the replay
+//! becomes too slow; the follow consumer's `FileOffsetStore` is the wrong tool for it.)
+//!
+//! Each partition becomes live on its own: while some are still catching up the model answers,
+//! and `/stats` says `catching_up`.
+//!
+//! Files: [`model`] (the pure fold), [`http`] (the query endpoints), this file (the loop).
+
+pub mod http;
+pub mod model;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use booblik_client::{Batch, Client, ClientError, Consumer, ConsumerConfig, StartPosition};
+use serde::Serialize;
+
+use crate::events::tally::PartitionTally;
+use crate::support::per_partition::{partitions_of, run_per_partition};
+use crate::support::retry::{backoff, is_transient};
+use crate::support::shutdown::Shutdown;
+
+pub use model::{Projection, TopUser, UserView};
+
+/// Default number of users in the top list.
+pub const DEFAULT_TOP_USERS: usize = 10;
+
+/// Which topic to project.
+#[derive(Debug, Clone)]
+pub struct ProjectionConfig {
+    /// The topic.
+    pub topic: String,
+    /// Fetch settings.
+    pub consumer: ConsumerConfig,
+}
+
+/// Where a partition's fold is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Replaying history up to the high watermark seen at start.
+    CatchingUp,
+    /// Following new records.
+    Live,
+}
+
+/// The model and each partition's phase, shared by the fold loop and the HTTP handlers.
+#[derive(Debug, Default)]
+pub struct ProjectionState {
+    model: RwLock<Projection>,
+    phases: RwLock<BTreeMap<i32, Phase>>,
+}
+
+/// The `/stats` view of a projection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProjectionSnapshot {
+    /// `live` once every partition has caught up, else `catching_up`.
+    pub phase: Phase,
+    /// Per partition phase.
+    pub phases: BTreeMap<i32, Phase>,
+    /// Events folded.
+    pub events: u64,
+    /// Users seen.
+    pub users: usize,
+    /// Per partition: one past the last offset folded (held in memory only).
+    pub next_offset: BTreeMap<i32, i64>,
+    /// The most active users.
+    pub top_users: Vec<TopUser>,
+    /// Redelivered records ignored.
+    pub duplicates: u64,
+    /// Per-user order violations plus skipped offsets (must be 0).
+    pub violations: u64,
+    /// Records that are not events.
+    pub undecodable: u64,
+}
+
+impl ProjectionState {
+    /// An empty model.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Read access to the model.
+    pub fn model(&self) -> RwLockReadGuard<'_, Projection> {
+        self.model
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn model_mut(&self) -> RwLockWriteGuard<'_, Projection> {
+        self.model
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set_phase(&self, partition: i32, phase: Phase) {
+        self.phases
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(partition, phase);
+    }
+
+    /// True once every partition started has caught up (and at least one has).
+    pub fn is_live(&self) -> bool {
+        let phases = self
+            .phases
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        !phases.is_empty() && phases.values().all(|phase| *phase == Phase::Live)
+    }
+
+    /// Counters and the top `top_n` users.
+    pub fn snapshot(&self, top_n: usize) -> ProjectionSnapshot {
+        let phases = self
+            .phases
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let model = self.model();
+        let tallies = model.tallies().values();
+        ProjectionSnapshot {
+            phase: if self.is_live() {
+                Phase::Live
+            } else {
+                Phase::CatchingUp
+            },
+            phases,
+            events: model.events(),
+            users: model.user_count(),
+            next_offset: model.positions(),
+            top_users: model.top_users(top_n),
+            duplicates: tallies.clone().map(|t| t.duplicates).sum(),
+            violations: tallies.clone().map(PartitionTally::violations).sum(),
+            undecodable: tallies.map(|t| t.undecodable).sum(),
+        }
+    }
+
+    fn apply(&self, batch: &Batch) {
+        let mut model = self.model_mut();
+        for record in &batch.records {
+            model.apply(batch.partition, record.offset, &record.payload);
+        }
+    }
+}
+
+/// Folds every partition of `config.topic` into `state`: replay, then follow, until `shutdown`.
+pub async fn run_projection(
+    client: &Client,
+    config: ProjectionConfig,
+    state: Arc<ProjectionState>,
+    shutdown: Shutdown,
+) -> Result<(), ClientError> {
+    let partitions = partitions_of(client, &config.topic, None).await?;
+    for &partition in &partitions {
+        state.set_phase(partition, Phase::CatchingUp);
+    }
+    run_per_partition(partitions, &shutdown, |partition, stop| {
+        fold_partition(
+            client.clone(),
+            config.clone(),
+            partition,
+            Arc::clone(&state),
+            stop,
+        )
+    })
+    .await
+}
+
+async fn fold_partition(
+    client: Client,
+    config: ProjectionConfig,
+    partition: i32,
+    state: Arc<ProjectionState>,
+    stop: Shutdown,
+) -> Result<(), ClientError> {
+    // Always from the log start: the position is not stored, because the state is not.
+    let Some(consumer) = start_consumer(&client, &config, partition, &stop).await? else {
+        return Ok(());
+    };
+    let mut replay = consumer.replay().await?;
+    let end_offset = replay.end_offset();
+    loop {
+        let fetched = tokio::select! {
+            biased;
+            () = stop.triggered() => return Ok(()),
+            fetched = replay.next_batch() => fetched,
+        };
+        match fetched {
+            Ok(Some(batch)) => state.apply(&batch),
+            Ok(None) => break,
+            Err(error) if is_transient(&error) => {
+                tracing::warn!(partition, %error, "replay fetch failed; retrying");
+                if !backoff(&stop).await {
+                    return Ok(());
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    state.set_phase(partition, Phase::Live);
+    tracing::info!(
+        partition,
+        caught_up_to = end_offset,
+        "projection caught up; following"
+    );
+
+    // Follow from exactly where the replay ended: its consumer's position is the next_offset.
+    let mut follow = replay.into_consumer().follow();
+    loop {
+        let fetched = tokio::select! {
+            biased;
+            () = stop.triggered() => return Ok(()),
+            fetched = follow.next_batch() => fetched,
+        };
+        match fetched {
+            Ok(batch) => state.apply(&batch),
+            Err(error) if is_transient(&error) => {
+                tracing::warn!(partition, %error, "follow fetch failed; retrying");
+                if !backoff(&stop).await {
+                    return Ok(());
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// A consumer at the log start, waiting out transient failures. `None` when stopped meanwhile.
+async fn start_consumer(
+    client: &Client,
+    config: &ProjectionConfig,
+    partition: i32,
+    stop: &Shutdown,
+) -> Result<Option<Consumer>, ClientError> {
+    loop {
+        match client
+            .consumer(
+                &config.topic,
+                partition,
+                StartPosition::Earliest,
+                config.consumer.clone(),
+            )
+            .await
+        {
+            Ok(consumer) => return Ok(Some(consumer)),
+            Err(error) if is_transient(&error) => {
+                tracing::warn!(partition, %error, "cannot start the projection yet; retrying");
+                if !backoff(stop).await {
+                    return Ok(None);
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}

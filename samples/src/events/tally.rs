@@ -1,0 +1,207 @@
+//! [`PartitionTally`]: what a reader of one partition has seen, and the checks it makes on the way.
+//!
+//! Every events reader — the follow consumer, the replay, the projection — feeds each record
+//! through a tally. The tally counts, and it checks the two things a log promises a keyed reader:
+//!
+//! * **nothing skipped**: offsets are gap-free, so a reader that jumps past an offset it never
+//!   handled has lost records ([`PartitionTally::skipped_offsets`]). That is the one thing
+//!   at-least-once forbids.
+//! * **per-user order**: one user's events share a partition and arrive in the order the
+//!   publisher sent them, so at each *new* offset a user's `seq` must be higher than the last one
+//!   seen from the same publisher ([`PartitionTally::order_violations`]).
+//!
+//! # Duplicates are not violations
+//!
+//! At-least-once means a reader may see a record again: a consumer that crashed after handling a
+//! batch but before saving its position reads that batch again after the restart. A duplicate is
+//! recognised by its **offset** — the log's identity for a record — not by its content: an offset
+//! below [`PartitionTally::next_offset`] was handled already, is counted in
+//! [`PartitionTally::duplicates`], and is otherwise ignored (it is not counted twice and not
+//! order-checked again). Telling duplicates apart by offset is what makes the order check strict:
+//! a `seq` that goes down at a *new* offset can only be a real violation.
+//!
+//! Memory: one entry per user seen in the partition (the last publisher and `seq`, and a count).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::events::event::{DecodeError, UserEvent};
+
+/// What one record turned out to be.
+#[derive(Debug)]
+pub enum Observation {
+    /// A new record, in order.
+    New(UserEvent),
+    /// A new record whose `seq` is not above the user's last one from the same publisher.
+    OutOfOrder {
+        /// The event.
+        event: UserEvent,
+        /// The user's last `seq` before it.
+        previous_seq: u64,
+    },
+    /// An offset handled before (at-least-once redelivery).
+    Duplicate,
+    /// A new record that is not a `UserEvent` (counted and skipped, never blocking the partition).
+    Undecodable(DecodeError),
+}
+
+/// Counts and checks of one partition as read by one reader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionTally {
+    /// The partition.
+    pub partition: i32,
+    /// The first offset handled.
+    pub first_offset: Option<i64>,
+    /// One past the highest offset handled: where reading continues.
+    pub next_offset: Option<i64>,
+    /// Distinct records handled (each offset once, decodable or not).
+    pub records: u64,
+    /// Records handled again (offset below `next_offset`).
+    pub duplicates: u64,
+    /// New records whose `seq` went down for their user (must stay 0).
+    pub order_violations: u64,
+    /// Offsets jumped over without being handled (must stay 0).
+    pub skipped_offsets: u64,
+    /// Records that are not `UserEvent`s.
+    pub undecodable: u64,
+    /// Distinct events per user.
+    pub per_user: BTreeMap<String, u64>,
+    /// Per user: the publisher and `seq` of the last new event.
+    #[serde(skip)]
+    last_seq: HashMap<String, (Uuid, u64)>,
+}
+
+impl PartitionTally {
+    /// An empty tally of `partition`.
+    pub fn new(partition: i32) -> Self {
+        Self {
+            partition,
+            ..Self::default()
+        }
+    }
+
+    /// Distinct decodable events.
+    pub fn events(&self) -> u64 {
+        self.per_user.values().sum()
+    }
+
+    /// Problems that must not happen: order violations and skipped offsets.
+    pub fn violations(&self) -> u64 {
+        self.order_violations + self.skipped_offsets
+    }
+
+    /// Feeds the record at `offset`; logs (loudly) anything wrong. Records must come in offset
+    /// order, as a consumer reads them.
+    pub fn observe(&mut self, offset: i64, payload: &[u8]) -> Observation {
+        match self.next_offset {
+            Some(next) if offset < next => {
+                self.duplicates += 1;
+                return Observation::Duplicate;
+            }
+            Some(next) if offset > next => {
+                self.skipped_offsets += (offset - next) as u64;
+                tracing::error!(
+                    partition = self.partition,
+                    from = next,
+                    to = offset,
+                    "records skipped: offsets {next}..{offset} were never handled"
+                );
+            }
+            _ => {}
+        }
+        self.first_offset.get_or_insert(offset);
+        self.next_offset = Some(offset + 1);
+        self.records += 1;
+        let event = match UserEvent::decode(payload) {
+            Ok(event) => event,
+            Err(error) => {
+                self.undecodable += 1;
+                tracing::warn!(
+                    partition = self.partition,
+                    offset,
+                    %error,
+                    "not a UserEvent; counted and skipped"
+                );
+                return Observation::Undecodable(error);
+            }
+        };
+        *self.per_user.entry(event.user_id.clone()).or_insert(0) += 1;
+        let previous = self
+            .last_seq
+            .insert(event.user_id.clone(), (event.publisher_id, event.seq));
+        match previous {
+            Some((publisher, previous_seq))
+                if publisher == event.publisher_id && event.seq <= previous_seq =>
+            {
+                self.order_violations += 1;
+                tracing::error!(
+                    partition = self.partition,
+                    offset,
+                    user = %event.user_id,
+                    seq = event.seq,
+                    previous_seq,
+                    "per-user order violated"
+                );
+                Observation::OutOfOrder {
+                    event,
+                    previous_seq,
+                }
+            }
+            _ => Observation::New(event),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::event::EventKind;
+
+    fn event(publisher_id: Uuid, user: &str, seq: u64) -> Vec<u8> {
+        UserEvent {
+            publisher_id,
+            user_id: user.into(),
+            seq,
+            kind: EventKind::ViewedPage,
+            at_ms: 0,
+        }
+        .encode()
+    }
+
+    #[test]
+    fn a_new_publisher_restarts_the_sequence_without_a_violation() {
+        let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut tally = PartitionTally::new(0);
+        tally.observe(0, &event(first, "u", 5));
+        tally.observe(1, &event(second, "u", 0));
+        assert_eq!(tally.order_violations, 0);
+        assert_eq!(tally.per_user["u"], 2);
+    }
+
+    #[test]
+    fn a_jump_in_offsets_is_counted_as_skipped() {
+        let publisher = Uuid::new_v4();
+        let mut tally = PartitionTally::new(0);
+        tally.observe(3, &event(publisher, "u", 0));
+        tally.observe(7, &event(publisher, "u", 1));
+        assert_eq!(tally.skipped_offsets, 3);
+        assert_eq!(tally.first_offset, Some(3));
+        assert_eq!(tally.next_offset, Some(8));
+    }
+
+    #[test]
+    fn garbage_is_counted_once_and_does_not_stop_the_tally() {
+        let mut tally = PartitionTally::new(0);
+        assert!(matches!(
+            tally.observe(0, b"not an event"),
+            Observation::Undecodable(_)
+        ));
+        tally.observe(1, &event(Uuid::new_v4(), "u", 0));
+        assert_eq!(
+            (tally.records, tally.undecodable, tally.events()),
+            (2, 1, 1)
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! Which failures a long-running sample waits out, and which stop it.
+//!
+//! The client sorts its errors into groups (see `booblik_client::error`). For a consumer the rule
+//! that falls out is short:
+//!
+//! * **the connection is gone** (broker restarting, network blip, timeout): wait
+//!   [`RETRY_BACKOFF_MS`] and ask again *from the same position*. The client reopens the
+//!   connection on the next call, and a consumer's position only moves after a batch arrived, so
+//!   retrying can neither skip nor repeat a record. A `docker compose restart broker` should not
+//!   kill the consumers.
+//! * **anything else** — the broker refused (`OFFSET_OUT_OF_RANGE` after retention passed the
+//!   position, an unknown topic), or the data is wrong (CRC mismatch) — will be the same on the
+//!   next try. Retrying would hide it in a loop of warnings; the sample stops and says why.
+
+use std::time::Duration;
+
+use booblik_client::{Client, ClientError, ConnectionConfig};
+
+use crate::support::shutdown::Shutdown;
+
+/// Wait between two attempts after a transient failure.
+pub const RETRY_BACKOFF_MS: u64 = 500;
+
+/// How long [`connect`] keeps trying a broker that is not reachable yet.
+pub const CONNECT_PATIENCE_MS: u64 = 30_000;
+
+/// True for failures that a later attempt on a new connection may not repeat.
+pub fn is_transient(error: &ClientError) -> bool {
+    matches!(
+        error,
+        ClientError::Connect { .. } | ClientError::ConnectTimeout { .. }
+    ) || error.is_connection_lost()
+}
+
+/// Sleeps [`RETRY_BACKOFF_MS`], or less if `shutdown` is triggered meanwhile. Returns `false` when
+/// the caller should stop instead of retrying.
+pub async fn backoff(shutdown: &Shutdown) -> bool {
+    tokio::select! {
+        () = shutdown.triggered() => false,
+        () = tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)) => true,
+    }
+}
+
+/// Connects to `addr`, retrying transient failures for up to [`CONNECT_PATIENCE_MS`]: a sample
+/// started together with its broker (docker compose, the demo) may be up first.
+pub async fn connect(addr: &str, shutdown: &Shutdown) -> Result<Client, ClientError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
+    loop {
+        match Client::connect(addr, ConnectionConfig::default()).await {
+            Ok(client) => return Ok(client),
+            Err(error) if is_transient(&error) && tokio::time::Instant::now() < deadline => {
+                tracing::warn!(broker = addr, %error, "broker not reachable yet; retrying");
+                if !backoff(shutdown).await {
+                    return Err(error);
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use booblik_client::ErrorCode;
+
+    #[test]
+    fn a_lost_connection_is_transient_and_a_refusal_is_not() {
+        let lost = ClientError::ConnectionClosed {
+            reason: "broker restarted".into(),
+        };
+        let refused = ClientError::Broker {
+            code: ErrorCode::OffsetOutOfRange,
+            request: "FETCH events/0".into(),
+        };
+        assert!(is_transient(&lost));
+        assert!(!is_transient(&refused));
+    }
+}
