@@ -1,0 +1,128 @@
+//! `queue-worker`: one worker of the task queue (claims and leases over the log).
+//!
+//! Follows `tasks` and `claims` from the beginning, claims claimable tasks, works on the ones it
+//! wins (simulated: sleeps `--work-ms`), extends its lease every `lease / 3`, and commits a done.
+//! Logs every verdict and completion; `GET /stats` on `--stats-bind` shows its counters and the
+//! task in hand. Ctrl-C or SIGTERM stops it; a task in hand is then taken over by another worker
+//! after its lease.
+//!
+//! ```text
+//! queue-worker --broker 127.0.0.1:9092 --lease-ms 5000 --work-ms 1000 --pick random
+//! ```
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
+use booblik_samples::queue::worker::cli::{
+    ClaimAckArg, PickArg, QueueArgs, init_tracing, shutdown_signal,
+};
+use booblik_samples::queue::worker::{
+    DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, MAX_CONNECT_WAIT_MS, Worker,
+    WorkerConfig, connect_with_retry,
+};
+use booblik_samples::support::stats_http::{Snapshot, log_periodically, serve};
+use clap::Parser;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// How often the stats line is logged.
+const STATS_LOG_EVERY_MS: u64 = 10_000;
+
+/// A task-queue worker.
+#[derive(Debug, Parser)]
+#[command(name = "queue-worker", version, about)]
+struct Cli {
+    #[command(flatten)]
+    queue: QueueArgs,
+    /// Lease asked for by every claim and extend.
+    #[arg(long, default_value_t = DEFAULT_LEASE_MS)]
+    lease_ms: u64,
+    /// Simulated work per task.
+    #[arg(long, default_value_t = DEFAULT_WORK_MS)]
+    work_ms: u64,
+    /// Interval between extends while working; 0 means lease / 3.
+    #[arg(long, default_value_t = 0)]
+    extend_every_ms: u64,
+    /// How to choose among claimable tasks.
+    #[arg(long, value_enum, default_value_t = PickArg::Random)]
+    pick: PickArg,
+    /// This worker's id (a random v4 UUID by default).
+    #[arg(long)]
+    worker_id: Option<Uuid>,
+    /// Expired leases after which a task is dead-lettered; must match every other worker.
+    #[arg(long, default_value_t = DEFAULT_MAX_EXPIRED_LEASES)]
+    max_expired_leases: NonZeroU32,
+    /// Ack policy of claims, extends and dones.
+    #[arg(long, value_enum, default_value_t = ClaimAckArg::Forced)]
+    claim_ack: ClaimAckArg,
+    /// Long-poll wait of the followers' FETCH requests.
+    #[arg(long, default_value_t = DEFAULT_FOLLOW_MAX_WAIT_MS)]
+    follow_max_wait_ms: u64,
+    /// How long to keep trying to reach the broker at start.
+    #[arg(long, default_value_t = MAX_CONNECT_WAIT_MS)]
+    connect_wait_ms: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_tracing();
+    let cli = Cli::parse();
+    let config = WorkerConfig {
+        worker_id: cli.worker_id.unwrap_or_else(Uuid::new_v4),
+        tasks_topic: cli.queue.tasks_topic.clone(),
+        claims_topic: cli.queue.claims_topic.clone(),
+        lease_ms: cli.lease_ms,
+        work_ms: cli.work_ms,
+        extend_every_ms: cli.extend_every_ms,
+        pick: cli.pick.into(),
+        queue: QueueConfig {
+            max_expired_leases: cli.max_expired_leases,
+        },
+        claim_ack: cli.claim_ack.into(),
+        follow_max_wait_ms: cli.follow_max_wait_ms,
+    };
+    config.validate()?;
+    let client = connect_with_retry(&cli.queue.broker, cli.connect_wait_ms).await?;
+    let worker = Arc::new(
+        Worker::start(client, config)
+            .await
+            .context("cannot start the worker")?,
+    );
+
+    let snapshot: Snapshot = {
+        let worker = Arc::clone(&worker);
+        Arc::new(move || stats_json(&worker))
+    };
+    if let Some(bind) = cli.queue.stats_bind {
+        serve(bind, Arc::clone(&snapshot)).await?;
+    }
+    log_periodically(
+        "queue-worker",
+        Duration::from_millis(STATS_LOG_EVERY_MS),
+        snapshot,
+    );
+
+    let stats = worker.run(shutdown_signal()).await?;
+    println!("{}", serde_json::to_string(&stats)?);
+    Ok(())
+}
+
+/// The `/stats` document: the worker's id, the task in hand, and its counters.
+fn stats_json(worker: &Worker) -> Value {
+    let current_task = worker
+        .current_task()
+        .map(|(task_id, token)| json!({ "task_id": task_id, "token": token }));
+    let mut stats = serde_json::to_value(worker.stats()).unwrap_or_else(|_| json!({}));
+    if let Value::Object(fields) = &mut stats {
+        fields.insert("worker_id".to_owned(), json!(worker.worker_id()));
+        fields.insert("current_task".to_owned(), json!(current_task));
+        fields.insert(
+            "undecodable_records".to_owned(),
+            json!(worker.undecodable_records()),
+        );
+    }
+    stats
+}

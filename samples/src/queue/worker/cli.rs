@@ -1,0 +1,101 @@
+//! Command-line pieces shared by the `queue-submit`, `queue-worker` and `queue-verify` binaries:
+//! the common flags and the value parsers. Kept in the library so the three stay consistent.
+
+use std::net::SocketAddr;
+
+use booblik_client::AckPolicy;
+use clap::{Args, ValueEnum};
+
+use crate::queue::pick::Pick;
+
+/// Flags every queue binary takes.
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    /// Broker address (host:port).
+    #[arg(long, env = "BOOBLIK_BROKER", default_value = "127.0.0.1:9092")]
+    pub broker: String,
+    /// Serve `GET /stats` (JSON) on this address, e.g. 0.0.0.0:8080.
+    #[arg(long, env = "BOOBLIK_STATS_BIND")]
+    pub stats_bind: Option<SocketAddr>,
+    /// Topic of task records (one partition).
+    #[arg(long, env = "BOOBLIK_TASKS_TOPIC", default_value = "tasks")]
+    pub tasks_topic: String,
+    /// Topic of claims, extends and dones (exactly one partition).
+    #[arg(long, env = "BOOBLIK_CLAIMS_TOPIC", default_value = "claims")]
+    pub claims_topic: String,
+}
+
+/// `--pick`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PickArg {
+    /// A uniformly random claimable task (few collisions).
+    Random,
+    /// The oldest claimable task (every worker goes for the same one).
+    First,
+}
+
+impl From<PickArg> for Pick {
+    fn from(pick: PickArg) -> Self {
+        match pick {
+            PickArg::Random => Pick::Random,
+            PickArg::First => Pick::First,
+        }
+    }
+}
+
+/// `--claim-ack` (NONE is not offered: a claim needs the offset its append returns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClaimAckArg {
+    /// Acknowledged after an fsync covered the claim: verdicts come from a durable prefix.
+    Forced,
+    /// Acknowledged once written (page cache): faster, unsafe across a broker crash.
+    Written,
+}
+
+impl From<ClaimAckArg> for AckPolicy {
+    fn from(ack: ClaimAckArg) -> Self {
+        match ack {
+            ClaimAckArg::Forced => AckPolicy::Forced,
+            ClaimAckArg::Written => AckPolicy::Written,
+        }
+    }
+}
+
+/// Logs to stderr, `info` unless `RUST_LOG` says otherwise.
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: stopping"),
+        () = terminate => tracing::info!("SIGTERM: stopping"),
+    }
+}

@@ -1,0 +1,273 @@
+//! [`WorkerConfig`]: everything a worker can be told, with defaults that are safe to run.
+//!
+//! Two groups of settings live here and they are not alike:
+//!
+//! * **Per worker** — `worker_id`, `work_ms`, `pick`, `extend_every_ms`, `follow_max_wait_ms`:
+//!   each worker may choose its own.
+//! * **Per queue** — `queue` (the verdict parameters) and the topic names: every reader of the
+//!   claims log must use the same values, or their verdicts diverge. `lease_ms` is in between:
+//!   it is written into every claim and extend, so readers agree on it whatever each worker
+//!   chooses, but it must respect the queue's retention (see `docs/task-queue.md`).
+
+use std::time::Duration;
+
+use booblik_protocol::{AckPolicy, TopicName};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::queue::pick::Pick;
+use crate::queue::state::QueueConfig;
+
+/// Default [`WorkerConfig::lease_ms`].
+pub const DEFAULT_LEASE_MS: u64 = 5_000;
+/// Default [`WorkerConfig::work_ms`].
+pub const DEFAULT_WORK_MS: u64 = 1_000;
+/// Default [`WorkerConfig::follow_max_wait_ms`]: the client's default long poll.
+pub const DEFAULT_FOLLOW_MAX_WAIT_MS: u64 = 500;
+/// Longest long poll the broker honours; a longer `follow_max_wait_ms` is refused.
+pub const MAX_FOLLOW_MAX_WAIT_MS: u64 = 60_000;
+/// The extend interval is the lease divided by this when [`WorkerConfig::extend_every_ms`] is 0:
+/// an extend at a third of the lease leaves two more intervals for one to land before expiry.
+pub const EXTENDS_PER_LEASE: u64 = 3;
+
+/// How a worker runs. Build it with struct update syntax from [`Default`]:
+///
+/// ```
+/// use booblik_samples::queue::worker::WorkerConfig;
+/// let config = WorkerConfig { lease_ms: 600, work_ms: 100, ..WorkerConfig::default() };
+/// assert_eq!(config.extend_every().as_millis(), 200); // 0 means "a third of the lease"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerConfig {
+    /// Identity written into every claim, extend and done. A fresh v4 UUID by default; give a
+    /// stable one only if a restarted worker should be recognisable in the logs.
+    pub worker_id: Uuid,
+    /// Topic of `Task` records (one partition).
+    pub tasks_topic: String,
+    /// Topic of claims, extends and dones (exactly one partition: one total order).
+    pub claims_topic: String,
+    /// Lease asked for by every claim and renewed by every extend.
+    pub lease_ms: u64,
+    /// How long the simulated work takes (ignored by a custom work function).
+    pub work_ms: u64,
+    /// Interval between extends while working, from the last grant or renewal. `0` means
+    /// `lease_ms / 3` ([`EXTENDS_PER_LEASE`]); otherwise it must be below `lease_ms`.
+    pub extend_every_ms: u64,
+    /// How to choose among claimable tasks.
+    pub pick: Pick,
+    /// Verdict parameters; must be the same for every worker and the verifier.
+    pub queue: QueueConfig,
+    /// Ack policy of every append to the claims topic (claims, extends, dones). `Forced` by
+    /// default: a verdict must be derived from a durable prefix of the log. `None` is refused:
+    /// the worker needs the offset the append returns.
+    #[serde(serialize_with = "serialize_ack")]
+    pub claim_ack: AckPolicy,
+    /// Long-poll wait of the two followers' FETCH v2 requests: an idle worker sends about one
+    /// FETCH per follower per this interval.
+    pub follow_max_wait_ms: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            worker_id: Uuid::new_v4(),
+            tasks_topic: "tasks".to_owned(),
+            claims_topic: "claims".to_owned(),
+            lease_ms: DEFAULT_LEASE_MS,
+            work_ms: DEFAULT_WORK_MS,
+            extend_every_ms: 0,
+            pick: Pick::Random,
+            queue: QueueConfig::default(),
+            claim_ack: AckPolicy::Forced,
+            follow_max_wait_ms: DEFAULT_FOLLOW_MAX_WAIT_MS,
+        }
+    }
+}
+
+/// A [`WorkerConfig`] that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerConfigError {
+    /// A lease of zero would expire as it is granted.
+    #[error("lease_ms must be at least 1")]
+    ZeroLease,
+    /// An extend that comes after the lease expired is void: the worker would lose every lease.
+    #[error("extend_every_ms ({extend_every_ms}) must be below lease_ms ({lease_ms})")]
+    ExtendNotBeforeExpiry {
+        /// The configured interval.
+        extend_every_ms: u64,
+        /// The lease.
+        lease_ms: u64,
+    },
+    /// A lease too short to divide into extend intervals.
+    #[error("lease_ms ({lease_ms}) is too short to extend every lease_ms / {EXTENDS_PER_LEASE}")]
+    LeaseTooShortToExtend {
+        /// The lease.
+        lease_ms: u64,
+    },
+    /// The long poll must wait, or following turns into busy polling.
+    #[error("follow_max_wait_ms must be in 1..={MAX_FOLLOW_MAX_WAIT_MS}, got {0}")]
+    FollowMaxWait(u64),
+    /// Under `ack = NONE` the broker does not return the offset, and the offset is how a worker
+    /// recognises its own claim.
+    #[error("claim_ack NONE returns no offset; use FORCED (recommended) or WRITTEN")]
+    NoAck,
+    /// A topic name the broker would refuse.
+    #[error("invalid topic name {name:?}: {reason}")]
+    TopicName {
+        /// The name given.
+        name: String,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// Both roles on one topic would mix task records into the claims order.
+    #[error("tasks_topic and claims_topic must differ (both are {0:?})")]
+    SameTopic(String),
+}
+
+impl WorkerConfig {
+    /// The interval between extends: `extend_every_ms`, or `lease_ms / 3` when that is 0.
+    pub fn extend_every(&self) -> Duration {
+        let ms = if self.extend_every_ms == 0 {
+            self.lease_ms / EXTENDS_PER_LEASE
+        } else {
+            self.extend_every_ms
+        };
+        Duration::from_millis(ms)
+    }
+
+    /// The lease as a duration.
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.lease_ms)
+    }
+
+    /// Checks that a worker with this configuration can hold a lease and learn its verdicts.
+    pub fn validate(&self) -> Result<(), WorkerConfigError> {
+        if self.lease_ms == 0 {
+            return Err(WorkerConfigError::ZeroLease);
+        }
+        if self.extend_every_ms == 0 && self.lease_ms < EXTENDS_PER_LEASE {
+            return Err(WorkerConfigError::LeaseTooShortToExtend {
+                lease_ms: self.lease_ms,
+            });
+        }
+        if self.extend_every_ms >= self.lease_ms {
+            return Err(WorkerConfigError::ExtendNotBeforeExpiry {
+                extend_every_ms: self.extend_every_ms,
+                lease_ms: self.lease_ms,
+            });
+        }
+        if !(1..=MAX_FOLLOW_MAX_WAIT_MS).contains(&self.follow_max_wait_ms) {
+            return Err(WorkerConfigError::FollowMaxWait(self.follow_max_wait_ms));
+        }
+        if self.claim_ack == AckPolicy::None {
+            return Err(WorkerConfigError::NoAck);
+        }
+        for name in [&self.tasks_topic, &self.claims_topic] {
+            TopicName::new(name.as_str()).map_err(|error| WorkerConfigError::TopicName {
+                name: name.clone(),
+                reason: error.to_string(),
+            })?;
+        }
+        if self.tasks_topic == self.claims_topic {
+            return Err(WorkerConfigError::SameTopic(self.tasks_topic.clone()));
+        }
+        Ok(())
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `serialize_with` passes a reference
+fn serialize_ack<S: serde::Serializer>(ack: &AckPolicy, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(ack.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_configuration_is_valid_and_claims_with_forced_acks() {
+        let config = WorkerConfig::default();
+        assert_eq!(config.validate(), Ok(()));
+        assert_eq!(config.claim_ack, AckPolicy::Forced);
+        assert_eq!(config.pick, Pick::Random);
+        assert_eq!(config.extend_every(), Duration::from_millis(5_000 / 3));
+    }
+
+    #[test]
+    fn the_default_extend_interval_follows_the_lease() {
+        let config = WorkerConfig {
+            lease_ms: 900,
+            ..WorkerConfig::default()
+        };
+        assert_eq!(config.extend_every(), Duration::from_millis(300));
+        let explicit = WorkerConfig {
+            extend_every_ms: 100,
+            ..config
+        };
+        assert_eq!(explicit.extend_every(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn configurations_that_cannot_hold_a_lease_are_refused() {
+        let base = WorkerConfig::default();
+        let cases = [
+            (
+                WorkerConfig {
+                    lease_ms: 0,
+                    ..base.clone()
+                },
+                WorkerConfigError::ZeroLease,
+            ),
+            (
+                WorkerConfig {
+                    lease_ms: 2,
+                    ..base.clone()
+                },
+                WorkerConfigError::LeaseTooShortToExtend { lease_ms: 2 },
+            ),
+            (
+                WorkerConfig {
+                    lease_ms: 600,
+                    extend_every_ms: 600,
+                    ..base.clone()
+                },
+                WorkerConfigError::ExtendNotBeforeExpiry {
+                    extend_every_ms: 600,
+                    lease_ms: 600,
+                },
+            ),
+            (
+                WorkerConfig {
+                    follow_max_wait_ms: 0,
+                    ..base.clone()
+                },
+                WorkerConfigError::FollowMaxWait(0),
+            ),
+            (
+                WorkerConfig {
+                    claim_ack: AckPolicy::None,
+                    ..base.clone()
+                },
+                WorkerConfigError::NoAck,
+            ),
+            (
+                WorkerConfig {
+                    claims_topic: "tasks".to_owned(),
+                    ..base.clone()
+                },
+                WorkerConfigError::SameTopic("tasks".to_owned()),
+            ),
+        ];
+        for (config, expected) in cases {
+            assert_eq!(config.validate(), Err(expected));
+        }
+        let bad_name = WorkerConfig {
+            tasks_topic: "no/slashes".to_owned(),
+            ..base
+        };
+        assert!(matches!(
+            bad_name.validate(),
+            Err(WorkerConfigError::TopicName { .. })
+        ));
+    }
+}

@@ -1,0 +1,86 @@
+//! A worker whose lease is taken over while it works learns it from its next extend (void) and
+//! abandons the task: it writes no done under the lost token and reports the loss.
+
+mod queue_worker_support;
+
+use booblik_samples::queue::record::{Claim, ClaimsRecord};
+use booblik_samples::queue::worker::{Worker, WorkerEvent, read_logs, submit_task, wall_clock_ms};
+use queue_worker_support::{
+    EmbeddedBroker, RunningWorker, append_claims_record, quick_config, wait_until,
+};
+use uuid::Uuid;
+
+const LEASE_MS: u64 = 600;
+/// Far longer than the test: the worker can only stop working by losing the lease.
+const WORK_MS: u64 = 60_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_void_extend_stops_the_work_without_a_done() {
+    let broker = EmbeddedBroker::start().await;
+    let submitter = broker.client().await;
+    let (task_id, _) = submit_task(&submitter, "tasks", b"contested".to_vec())
+        .await
+        .unwrap();
+    let mut worker = Worker::start(broker.client().await, quick_config(LEASE_MS, WORK_MS))
+        .await
+        .unwrap();
+    let worker_id = worker.worker_id();
+    let mut events = worker.events().unwrap();
+    let running = RunningWorker::spawn(worker);
+    wait_until("the worker is working", || async {
+        running.worker.current_task().is_some()
+    })
+    .await;
+    let (working_on, token) = running.worker.current_task().unwrap();
+    assert_eq!(working_on, task_id);
+
+    // A writer whose clock runs far ahead: by its timestamp the lease has lapsed, so its claim
+    // wins and the worker's token is no longer current.
+    let usurper = Uuid::new_v4();
+    let usurping_claim = ClaimsRecord::Claim(Claim {
+        task_id,
+        worker_id: usurper,
+        claimed_at_ms: wall_clock_ms() + 100 * LEASE_MS,
+        lease_ms: LEASE_MS,
+    });
+    let usurper_token = append_claims_record(&submitter, &usurping_claim).await;
+
+    wait_until("the worker has noticed", || async {
+        running.worker.stats().leases_lost == 1
+    })
+    .await;
+    wait_until("the worker has stopped working", || async {
+        running.worker.current_task().is_none()
+    })
+    .await;
+    let stats = running.stop().await;
+    assert_eq!(stats.completed, 0);
+    assert_eq!(stats.wins, 1);
+
+    let mut lost = false;
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event, WorkerEvent::DoneAppended { .. }),
+            "no done after losing the lease: {event:?}"
+        );
+        lost |= event == WorkerEvent::LeaseLost { task_id, token };
+    }
+    assert!(lost, "the loss was reported as an event");
+
+    let (_, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
+    assert!(
+        claims.iter().all(|(_, record)| !matches!(
+            record,
+            ClaimsRecord::Done(done) if done.worker_id == worker_id
+        )),
+        "the displaced holder wrote no done"
+    );
+    assert!(
+        claims.iter().any(|(_, record)| matches!(
+            record,
+            ClaimsRecord::Extend(extend) if extend.token == token && extend.worker_id == worker_id
+        )),
+        "the loss was learnt from an extend"
+    );
+    assert!(usurper_token > token);
+}

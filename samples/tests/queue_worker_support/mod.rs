@@ -1,0 +1,233 @@
+//! Shared by the worker and integration tests of the task queue: an embedded broker, a proxy that
+//! watches the requests a worker sends, and small helpers.
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use booblik_broker::{Broker, BrokerConfig, parse_topics};
+use booblik_client::{AckPolicy, Client, ConnectionConfig};
+use booblik_protocol::{Decoded, RecordSet, RequestBody, TopicName, decode_request_frame};
+use booblik_samples::queue::record::ClaimsRecord;
+use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerStats};
+use tempfile::TempDir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// Segments small enough to keep the temporary directory small.
+pub const TEST_SEGMENT_BYTES: u64 = 1024 * 1024;
+/// Longest a test waits for a condition before it fails.
+pub const TEST_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A broker on a free loopback port with `tasks:1,claims:1`, data in a temporary directory.
+pub struct EmbeddedBroker {
+    broker: Broker,
+    _dir: TempDir,
+}
+
+impl EmbeddedBroker {
+    pub async fn start() -> EmbeddedBroker {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut config = BrokerConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            topics: parse_topics("tasks:1,claims:1").expect("valid topics"),
+            ..BrokerConfig::default()
+        };
+        config.storage.data_dir = dir.path().to_path_buf();
+        config.storage.segment_bytes = TEST_SEGMENT_BYTES;
+        let broker = Broker::start(config).await.expect("the broker starts");
+        EmbeddedBroker { broker, _dir: dir }
+    }
+
+    pub fn addr(&self) -> String {
+        self.broker.local_addr().to_string()
+    }
+
+    /// A client of its own (every worker gets one).
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr(), ConnectionConfig::default())
+            .await
+            .expect("the client connects")
+    }
+}
+
+/// A worker configuration for tests: short lease and work.
+pub fn quick_config(lease_ms: u64, work_ms: u64) -> WorkerConfig {
+    WorkerConfig {
+        lease_ms,
+        work_ms,
+        ..WorkerConfig::default()
+    }
+}
+
+/// A worker running on a task of its own, stoppable by its shutdown signal or by abort (a crash).
+pub struct RunningWorker {
+    pub worker: Arc<Worker>,
+    pub handle: JoinHandle<anyhow::Result<WorkerStats>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl RunningWorker {
+    pub fn spawn(worker: Worker) -> RunningWorker {
+        let worker = Arc::new(worker);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = Arc::clone(&worker);
+        let handle = tokio::spawn(async move {
+            running
+                .run(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        RunningWorker {
+            worker,
+            handle,
+            stop: Some(stop),
+        }
+    }
+
+    /// Asks the worker to stop and returns its final stats.
+    pub async fn stop(mut self) -> WorkerStats {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.handle
+            .await
+            .expect("the worker task did not panic")
+            .expect("the worker ran without error")
+    }
+}
+
+/// Polls `condition` every few milliseconds until it holds; panics after [`TEST_DEADLINE`].
+pub async fn wait_until<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let poll = async {
+        while !condition().await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(TEST_DEADLINE, poll)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
+}
+
+/// Appends a claims record written by the test itself (a forged or foreign worker), FORCED.
+pub async fn append_claims_record(client: &Client, record: &ClaimsRecord) -> i64 {
+    let records = RecordSet::from_payloads([record.encode()]).unwrap();
+    client
+        .connection()
+        .await
+        .unwrap()
+        .produce(
+            &TopicName::new("claims").unwrap(),
+            0,
+            AckPolicy::Forced,
+            records,
+        )
+        .await
+        .expect("the append is acknowledged")
+        .expect("an offset")
+        .base_offset
+}
+
+/// What a [`WatchingProxy`] saw a client send.
+#[derive(Debug, Default, Clone)]
+pub struct SeenRequests {
+    /// FETCH requests, each with its long-poll wait (None: FETCH v1).
+    pub fetches: Vec<Option<i32>>,
+    /// PRODUCE requests: topic and ack policy.
+    pub produces: Vec<(String, AckPolicy)>,
+}
+
+/// A TCP proxy in front of the broker that decodes every request passing through it, to check
+/// what a client sends without changing the client.
+pub struct WatchingProxy {
+    addr: String,
+    seen: Arc<Mutex<SeenRequests>>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for WatchingProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl WatchingProxy {
+    pub async fn start(upstream: String) -> WatchingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = Arc::new(Mutex::new(SeenRequests::default()));
+        let accept = {
+            let seen = Arc::clone(&seen);
+            tokio::spawn(async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let upstream = upstream.clone();
+                    let seen = Arc::clone(&seen);
+                    tokio::spawn(async move {
+                        if let Ok(broker) = TcpStream::connect(&upstream).await {
+                            relay(client, broker, seen).await;
+                        }
+                    });
+                }
+            })
+        };
+        WatchingProxy { addr, seen, accept }
+    }
+
+    pub fn addr(&self) -> String {
+        self.addr.clone()
+    }
+
+    pub fn seen(&self) -> SeenRequests {
+        self.seen.lock().unwrap().clone()
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr(), ConnectionConfig::default())
+            .await
+            .expect("the client connects through the proxy")
+    }
+}
+
+async fn relay(client: TcpStream, broker: TcpStream, seen: Arc<Mutex<SeenRequests>>) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut broker_read, mut broker_write) = broker.into_split();
+    let answers = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut broker_read, &mut client_write).await;
+    });
+    let mut pending = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let read = match client_read.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        pending.extend_from_slice(&chunk[..read]);
+        while let Ok(Decoded::Complete { value, used }) = decode_request_frame(&pending) {
+            if let Ok(request) = value {
+                let mut seen = seen.lock().unwrap();
+                match request.body {
+                    RequestBody::Fetch(fetch) => seen
+                        .fetches
+                        .push(fetch.long_poll.map(|long_poll| long_poll.max_wait_ms)),
+                    RequestBody::Produce(produce) => seen
+                        .produces
+                        .push((produce.topic.as_str().to_owned(), produce.ack)),
+                    RequestBody::Metadata(_) => {}
+                }
+            }
+            pending.drain(..used);
+        }
+        if broker_write.write_all(&chunk[..read]).await.is_err() {
+            break;
+        }
+    }
+    answers.abort();
+}
