@@ -1,0 +1,71 @@
+# Helpers shared by the compose check scripts (sourced, not run).
+#
+# Everything talks to the demo from the host, the way a user would: `docker-compose port` to
+# find a published port, curl to GET a sample's /stats, jq to read the JSON.
+
+# Named limits (seconds) for the waits below; the checks override none of them silently.
+readonly HTTP_TIMEOUT_S=5
+readonly POLL_EVERY_S=0.5
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+
+# `docker compose` (plugin) when present, else standalone `docker-compose`. The project name
+# and file come from COMPOSE_PROJECT_NAME and COMPOSE_FILE, exported by check.sh.
+compose() {
+  if docker compose version >/dev/null 2>&1; then
+    docker compose "$@"
+  elif command -v docker-compose >/dev/null 2>&1; then
+    docker-compose "$@"
+  else
+    fail "neither 'docker compose' nor 'docker-compose' is installed"
+  fi
+}
+
+# curl and jq, installed from the distribution only when missing (CI machines run as root).
+need_tools() {
+  local missing=()
+  command -v curl >/dev/null 2>&1 || missing+=(curl)
+  command -v jq >/dev/null 2>&1 || missing+=(jq)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  command -v apt-get >/dev/null 2>&1 || fail "missing ${missing[*]} and no apt-get to install them"
+  log "installing ${missing[*]}"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || fail "cannot install ${missing[*]}"
+}
+
+# host:port where <service>'s container port <port> is published (it changes on restart).
+published() {
+  local service=$1 port=$2 addr
+  addr=$(compose port "$service" "$port" 2>/dev/null | tail -n 1 | tr -d '\r')
+  [ -n "$addr" ] && [ "${addr##*:}" != 0 ] || return 1
+  printf '%s\n' "$addr"
+}
+
+# The JSON of GET /stats of <service> (stats served on container port 8080), or failure.
+stats() {
+  local service=$1 addr
+  addr=$(published "$service" 8080) || return 1
+  curl -fsS --max-time "$HTTP_TIMEOUT_S" "http://$addr/stats"
+}
+
+# stats_field <service> <jq filter>: one value from the service's stats ("null" when absent).
+stats_field() {
+  local json
+  json=$(stats "$1") || return 1
+  jq -r "$2" <<<"$json"
+}
+
+# wait_until <seconds> <description> <command…>: retries the command until it succeeds.
+wait_until() {
+  local limit_s=$1 what=$2 deadline
+  shift 2
+  deadline=$((SECONDS + limit_s))
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${limit_s}s waiting for: $what"
+    sleep "$POLL_EVERY_S"
+  done
+}
+
+# Integer comparison helpers for wait_until.
+stats_gt() { local v; v=$(stats_field "$1" "$2") && [ "$v" != null ] && [ "$v" -gt "$3" ]; }
