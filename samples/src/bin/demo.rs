@@ -285,7 +285,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                     consumer_name: CONSUMER_NAME.into(),
                     consumer: ConsumerConfig::default(),
                 };
-                run_follow(&client, store, config, state, stop).await?;
+                run_follow(client, store, config, state, stop).await?;
                 Ok(())
             },
         );
@@ -313,7 +313,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                     topic: TOPIC.into(),
                     consumer: ConsumerConfig::default(),
                 };
-                run_projection(&client, config, state, stop).await?;
+                run_projection(client, config, state, stop).await?;
                 Ok(())
             },
         );
@@ -339,7 +339,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 format!("sent {} ({rate:.0}/s), failed {}", s.sent, s.failed)
             }),
             move |stop| async move {
-                run_publisher(&client, config, stats, stop).await?;
+                run_publisher(client, config, stats, stop).await?;
                 Ok(())
             },
         );

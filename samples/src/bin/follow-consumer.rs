@@ -104,7 +104,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             ..ConsumerConfig::default()
         },
     };
-    let outcome = run_follow(&client, store, config, Arc::clone(&state), shutdown).await;
+    let outcome = run_follow(client, store, config, Arc::clone(&state), shutdown).await;
     let last = state.snapshot();
     tracing::info!(stats = %snapshot(), "follow consumer stopped");
     outcome?;

@@ -65,7 +65,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         topic: cli.common.topic,
         consumer: ConsumerConfig::default(),
     };
-    run_projection(&client, config, Arc::clone(&state), shutdown).await?;
+    run_projection(client, config, Arc::clone(&state), shutdown).await?;
     let last = state.snapshot(cli.top);
     tracing::info!(stats = %snapshot(), "projection stopped");
     if last.violations > 0 {

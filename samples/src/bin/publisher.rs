@@ -73,7 +73,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         count: cli.count,
         ack: cli.ack,
     };
-    let last = run_publisher(&client, config, Arc::clone(&stats), shutdown).await?;
+    let last = run_publisher(client, config, Arc::clone(&stats), shutdown).await?;
     println!("{}", serde_json::to_string(&last)?);
     Ok(if last.failed == 0 {
         ExitCode::SUCCESS

@@ -219,13 +219,13 @@ impl FollowState {
 /// Follows `config.partitions` (one task each) until `shutdown` is triggered or a partition fails
 /// for good. On a clean stop every fetched batch has been handled and checkpointed.
 pub async fn run_follow(
-    client: &Client,
+    client: Client,
     store: Arc<dyn OffsetStore>,
     config: FollowConfig,
     state: Arc<FollowState>,
     shutdown: Shutdown,
 ) -> Result<(), FollowError> {
-    let partitions = partitions_of(client, &config.topic, config.partitions.as_deref()).await?;
+    let partitions = partitions_of(&client, &config.topic, config.partitions.as_deref()).await?;
     let checkpointer = Checkpointer::new(store, config.consumer_name.clone());
     run_per_partition(partitions, &shutdown, |partition, stop| {
         let follower = PartitionFollower {
@@ -298,6 +298,16 @@ impl PartitionFollower {
                     self.checkpointer
                         .process(batch, |batch| async move {
                             state.handle(&batch);
+                            tracing::debug!(
+                                partition,
+                                first_offset = batch
+                                    .records
+                                    .first()
+                                    .map_or(batch.next_offset, |r| r.offset),
+                                next_offset = batch.next_offset,
+                                records = batch.records.len(),
+                                "handled batch"
+                            );
                             Ok::<(), Infallible>(())
                         })
                         .await?;

@@ -180,7 +180,7 @@ impl EventSource {
 /// Publishes until `config.count` records were attempted or `shutdown` is triggered, then flushes
 /// and waits for every delivery. Returns the final counters (also in `stats`).
 pub async fn run_publisher(
-    client: &Client,
+    client: Client,
     config: PublisherConfig,
     stats: Arc<PublisherStats>,
     shutdown: Shutdown,

@@ -4,6 +4,8 @@
 //! The filter comes from `RUST_LOG` (e.g. `RUST_LOG=debug`, `RUST_LOG=booblik_client=trace`), and is
 //! `info` when unset.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber with `info` as the default filter. Call once, first thing in
@@ -19,5 +21,7 @@ pub fn init_with_default(default_filter: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for people: `docker logs` and tests read plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

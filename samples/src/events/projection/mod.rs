@@ -170,12 +170,12 @@ impl ProjectionState {
 
 /// Folds every partition of `config.topic` into `state`: replay, then follow, until `shutdown`.
 pub async fn run_projection(
-    client: &Client,
+    client: Client,
     config: ProjectionConfig,
     state: Arc<ProjectionState>,
     shutdown: Shutdown,
 ) -> Result<(), ClientError> {
-    let partitions = partitions_of(client, &config.topic, None).await?;
+    let partitions = partitions_of(&client, &config.topic, None).await?;
     for &partition in &partitions {
         state.set_phase(partition, Phase::CatchingUp);
     }

@@ -1,0 +1,71 @@
+//! `demo --duration-s N` starts an embedded broker and every events sample, shows progress while it
+//! runs, stops by itself, passes its end-of-run cross-checks and exits 0; run again on the same
+//! data, its follow consumers resume from their saved positions.
+
+mod events_support;
+
+use events_support::Sample;
+
+fn run_demo(data_dir: &str) -> Sample {
+    Sample::start(
+        env!("CARGO_BIN_EXE_demo"),
+        &["--data-dir", data_dir, "--duration-s", "2", "--rate", "300"],
+        "warn",
+    )
+}
+
+/// The number after `label` on the last line containing it.
+fn last_number_after(output: &str, label: &str) -> u64 {
+    let line = output
+        .lines()
+        .rev()
+        .find(|l| l.contains(label))
+        .unwrap_or_else(|| panic!("no {label:?} in:\n{output}"));
+    let rest = &line[line.find(label).unwrap() + label.len()..];
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_runs_for_its_duration_and_passes_its_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("demo-data");
+    let data_dir = data_dir.to_str().unwrap();
+
+    let (status, out, err) = run_demo(data_dir).finish().await;
+    assert!(
+        status.success(),
+        "exit {status}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        out.contains(data_dir),
+        "the demo names its data directory:\n{out}"
+    );
+    assert!(out.contains("checks passed"), "{out}");
+    assert!(!out.contains("FAILED"), "{out}");
+    let sent = last_number_after(&out, "sent ");
+    assert!(sent > 0, "the publisher made progress:\n{out}");
+    let followed: u64 = (0..3)
+        .map(|p| {
+            let line = out
+                .lines()
+                .rev()
+                .find(|l| l.contains(&format!("follow p{p}")) && l.contains(" lag "))
+                .unwrap();
+            last_number_after(line, "records ")
+        })
+        .sum();
+    assert_eq!(followed, sent, "the followers handled every event:\n{out}");
+    assert!(out.contains("started from earliest"), "{out}");
+
+    // Same data again: the consumers resume from where the first run saved them.
+    let (status, out, err) = run_demo(data_dir).finish().await;
+    assert!(
+        status.success(),
+        "exit {status}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(out.contains("started from saved position"), "{out}");
+    assert!(
+        out.contains(&format!("{sent} records already in the log")),
+        "{out}"
+    );
+}
