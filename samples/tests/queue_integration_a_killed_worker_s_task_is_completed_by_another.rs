@@ -12,7 +12,9 @@ use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_
 use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
 
 const TASKS: u64 = 6;
-const LEASE_MS: u64 = 600;
+/// The victim's lease: long enough that its extends (every 500 ms) hold it on a loaded machine.
+const VICTIM_LEASE_MS: u64 = 1_500;
+const SURVIVOR_LEASE_MS: u64 = 600;
 /// The victim never finishes on its own: it can only be killed.
 const VICTIM_WORK_MS: u64 = 60_000;
 const SURVIVOR_WORK_MS: u64 = 50;
@@ -44,7 +46,7 @@ async fn a_task_in_hand_of_a_killed_worker_is_completed_by_another_after_the_lea
     let victim = RunningWorker::spawn(
         Worker::start(
             broker.client().await,
-            quick_config(LEASE_MS, VICTIM_WORK_MS),
+            quick_config(VICTIM_LEASE_MS, VICTIM_WORK_MS),
         )
         .await
         .unwrap(),
@@ -61,7 +63,7 @@ async fn a_task_in_hand_of_a_killed_worker_is_completed_by_another_after_the_lea
         survivors.push(RunningWorker::spawn(
             Worker::start(
                 broker.client().await,
-                quick_config(LEASE_MS, SURVIVOR_WORK_MS),
+                quick_config(SURVIVOR_LEASE_MS, SURVIVOR_WORK_MS),
             )
             .await
             .unwrap(),
@@ -77,7 +79,7 @@ async fn a_task_in_hand_of_a_killed_worker_is_completed_by_another_after_the_lea
             == TASKS - 1
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(2 * LEASE_MS)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(VICTIM_LEASE_MS + 200)).await;
     assert_eq!(
         victim.worker.current_task(),
         Some((victim_task, victim_token)),

@@ -8,10 +8,10 @@ use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
 use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
 
-const LEASE_MS: u64 = 300;
-/// Four leases' worth of work: without extends the lease would lapse three times over.
-const WORK_MS: u64 = 1_200;
-/// Extends every 100 ms over 1.2 s: about eleven; a handful proves the renewal loop.
+const LEASE_MS: u64 = 600;
+/// Three leases' worth of work: without extends the lease would lapse twice over.
+const WORK_MS: u64 = 1_800;
+/// Extends every 200 ms over 1.8 s: about eight; a handful proves the renewal loop.
 const MIN_EXTENDS: u64 = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,5 +70,12 @@ async fn a_long_task_is_held_by_extends_and_never_granted_twice() {
     assert_eq!(report.summary.wins, 1);
     assert_eq!(report.summary.expired_leases, 0);
     assert_eq!(report.summary.void_extends, 0);
-    assert_eq!(report.summary.extends, holder.extends);
+    // An extend still in flight when the work finished is in the log, but its verdict was never
+    // read by the worker.
+    assert!(
+        (holder.extends..=holder.extends + 1).contains(&report.summary.extends),
+        "{} extends in the log, {} counted by the holder",
+        report.summary.extends,
+        holder.extends
+    );
 }

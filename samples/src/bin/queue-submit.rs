@@ -27,8 +27,9 @@ use uuid::Uuid;
 /// Submissions in flight at once when `--interval-ms` is 0 (the shared connection pipelines
 /// them).
 const MAX_IN_FLIGHT_SUBMITS: usize = 64;
-/// Largest `--payload-bytes`: well inside one record of the default segment size.
-const MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
+/// Largest `--payload-bytes`: an encoded task must stay below the 1 MiB a worker's follower fetches
+/// at once (`ConsumerConfig::max_bytes`).
+const MAX_PAYLOAD_BYTES: usize = 512 * 1024;
 
 /// Enqueue tasks.
 #[derive(Debug, Parser)]

@@ -20,7 +20,8 @@ pub struct WorkerStats {
     pub completed: u64,
     /// Leases lost while working: a void extend (work abandoned) or a fenced done.
     pub leases_lost: u64,
-    /// Extends that renewed a lease.
+    /// Extends that renewed a lease, as far as the worker learnt: an extend still in flight when
+    /// the work finished is dropped unread (the log may count one more per task).
     pub extends: u64,
     /// Times the worker found nothing claimable and waited for the logs to move or a lease to
     /// lapse. A worker that busy-looped would count thousands per second.
