@@ -367,8 +367,11 @@ async fn main() -> anyhow::Result<ExitCode> {
             () = sleep_until(deadline) => break "the duration passed",
         }
     };
+    if screen.redraw {
+        println!();
+    }
     println!(
-        "\nstopping ({reason}) after {:.1} s",
+        "stopping ({reason}) after {:.1} s",
         started.elapsed().as_secs_f64()
     );
 

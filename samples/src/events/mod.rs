@@ -1,6 +1,6 @@
 //! Layer 1: keyed events, follow/replay consumers, and a projection.
 //!
-//! A publisher writes [`UserEvent`](event::UserEvent)s keyed by user to a topic of several
+//! A publisher writes [`UserEvent`]s keyed by user to a topic of several
 //! partitions; three kinds of reader consume them, each showing one pattern of working with a log:
 //!
 //! * the **follow consumer** keeps up with new records and saves its position after each handled
@@ -16,7 +16,7 @@
 //!
 //! | file | role | what it shows |
 //! |---|---|---|
-//! | `event.rs` | the record | [`UserEvent`](event::UserEvent), versioned postcard encoding, why each field |
+//! | `event.rs` | the record | [`UserEvent`], versioned postcard encoding, why each field |
 //! | `tally.rs` | every reader's checks | per-user order, duplicates recognised by offset, skipped offsets, undecodable records |
 //! | `publisher.rs` | publisher | keyed sends, batching producer, deliveries awaited apart, rate pacing |
 //! | `follow.rs` | follow consumer | resume from the `FileOffsetStore`, checkpoint *after* handling, clean stop |

@@ -3,8 +3,8 @@
 //! * **Key = user id.** The producer hashes the key with the partitioner every booblik client
 //!   shares, so all of one user's events land in one partition, in the order they were sent. That
 //!   is the only ordering a log gives: per partition, never across partitions.
-//! * **The producer batches.** `send` only queues the record and returns a
-//!   [`Delivery`](booblik_client::Delivery) — a future of its offset. Waiting for each record
+//! * **The producer batches.** `send` only queues the record and returns a [`Delivery`] — a
+//!   future of its offset. Waiting for each record
 //!   before sending the next would cost a round trip per record; instead a separate task awaits
 //!   the deliveries (at most [`MAX_PENDING_DELIVERIES`] at once) and counts what the broker
 //!   acknowledged.
