@@ -259,6 +259,11 @@ async fn main() -> anyhow::Result<ExitCode> {
     );
     let hw_start = high_watermarks(&client).await?;
     let partitions: Vec<i32> = hw_start.keys().copied().collect();
+    let projection = ProjectionState::new();
+    if let Some(bind) = cli.stats_bind.as_deref() {
+        let addr = stats_http::serve_router(bind, routes(Arc::clone(&projection), cli.top)).await?;
+        println!("  queries     http://{addr}/stats, http://{addr}/users/user-000");
+    }
     println!();
 
     let mut demo = Demo::default();
@@ -291,11 +296,6 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
     }
 
-    let projection = ProjectionState::new();
-    if let Some(bind) = cli.stats_bind.as_deref() {
-        let addr = stats_http::serve_router(bind, routes(Arc::clone(&projection), cli.top)).await?;
-        println!("  queries     http://{addr}/stats, http://{addr}/users/user-000\n");
-    }
     {
         let (client, state) = (client.clone(), Arc::clone(&projection));
         let (status_state, caught_up_state, top) =
