@@ -9,20 +9,30 @@
 //!
 //! The rate is paced in 1 ms ticks (`rate / 1000` records per tick), so bursts are at most one
 //! tick's worth. The follower starts at the log end before the first send.
+//!
+//! Two client paths, as in the produce workload: the batching `producer` (linger window and
+//! all), and `raw` — one PRODUCE per record on a connection, pipelined — which is what the task
+//! queue's claims do and isolates the broker's part. Beside the follow latency, each run reports
+//! the **ack latency** (send → the broker's answer) with `ack = written`.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use booblik_client::{Client, ConnectionConfig, ConsumerConfig, ProducerConfig, StartPosition};
+use booblik_client::{
+    AckPolicy, Client, ConnectionConfig, ConsumerConfig, Delivery, ProducerConfig, StartPosition,
+    TopicName,
+};
+use booblik_protocol::RecordSet;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::baseline::Baseline;
 use crate::broker_host::{BrokerHost, BrokerSpec};
 use crate::harness::Harness;
 use crate::latency::{LatencyRecorder, Percentiles};
+use crate::produce::ClientPath;
 
 /// Topic of the e2e workload.
 const TOPIC: &str = "e2e";
@@ -44,11 +54,15 @@ pub struct E2eConfig {
     pub duration_ms: u64,
     /// Payload bytes per record (at least 8).
     pub record_bytes: usize,
+    /// Client path.
+    pub client: ClientPath,
 }
 
 /// What one e2e run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct E2eRun {
+    /// Client path.
+    pub client: ClientPath,
     /// Records per second asked for.
     pub rate_per_s: u64,
     /// Producer linger window (ms).
@@ -59,6 +73,8 @@ pub struct E2eRun {
     pub records: u64,
     /// Send → follower latency, µs.
     pub latency_us: Percentiles,
+    /// Send → broker's answer (`ack = written`), µs.
+    pub ack_latency_us: Percentiles,
     /// Ratios to the baseline of the same invocation.
     pub vs_baseline: E2eRatios,
 }
@@ -114,15 +130,9 @@ async fn measure(
     let (sent_tx, sent_rx) = watch::channel(None::<u64>);
     let follower = tokio::spawn(follow(consumer, epoch, sent_rx));
 
-    let producer = client
-        .producer(
-            TOPIC,
-            ProducerConfig {
-                linger_ms: config.linger_ms,
-                ..ProducerConfig::default()
-            },
-        )
-        .await?;
+    let (acks_tx, acks_rx) = mpsc::unbounded_channel();
+    let acks = tokio::spawn(collect_acks(acks_rx));
+    let mut sender = Sender::start(&client, config).await?;
     let mut payload = vec![0u8; config.record_bytes];
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Burst);
@@ -137,11 +147,17 @@ async fn measure(
             due -= 1.0;
             let stamp = u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
             payload[..STAMP_BYTES].copy_from_slice(&stamp.to_be_bytes());
-            producer.send_to(0, payload.clone()).await?;
+            let pending = sender.send(&payload).await?;
+            if acks_tx.send((Instant::now(), pending)).is_err() {
+                anyhow::bail!("the ack collector stopped");
+            }
             sent += 1;
         }
     }
-    producer.flush().await?;
+    sender.flush().await?;
+    drop(acks_tx);
+    let ack_latency = acks.await.context("the ack collector panicked")??;
+    drop(sender); // only now: a raw connection dropped earlier would fail its pending answers
     sent_tx.send_replace(Some(sent));
     let latency = tokio::time::timeout(DRAIN_LIMIT, follower)
         .await
@@ -154,6 +170,8 @@ async fn measure(
     );
     let latency_us = latency.percentiles();
     Ok(E2eRun {
+        client: config.client,
+        ack_latency_us: ack_latency.percentiles(),
         rate_per_s: config.rate_per_s,
         linger_ms: config.linger_ms,
         record_bytes: config.record_bytes,
@@ -164,6 +182,87 @@ async fn measure(
             p99_over_rtt_p50: latency_us.p99 / baseline.rtt_us_p50,
         },
     })
+}
+
+/// An answer on its way: a producer's delivery or a raw PRODUCE's response.
+enum Pending {
+    Delivery(Delivery),
+    Raw(booblik_client::ResponseFuture<Option<booblik_protocol::ProduceResponse>>),
+}
+
+/// Sends one record at a time through the chosen client path.
+enum Sender {
+    Producer(booblik_client::Producer),
+    Raw {
+        connection: booblik_client::Connection,
+        topic: TopicName,
+    },
+}
+
+impl Sender {
+    async fn start(client: &Client, config: E2eConfig) -> anyhow::Result<Self> {
+        Ok(match config.client {
+            ClientPath::Producer => Sender::Producer(
+                client
+                    .producer(
+                        TOPIC,
+                        ProducerConfig {
+                            linger_ms: config.linger_ms,
+                            ..ProducerConfig::default()
+                        },
+                    )
+                    .await?,
+            ),
+            ClientPath::Raw => Sender::Raw {
+                connection: client.open_connection().await?,
+                topic: TopicName::new(TOPIC)?,
+            },
+        })
+    }
+
+    async fn send(&mut self, payload: &[u8]) -> anyhow::Result<Pending> {
+        Ok(match self {
+            Sender::Producer(producer) => {
+                Pending::Delivery(producer.send_to(0, payload.to_vec()).await?)
+            }
+            Sender::Raw { connection, topic } => Pending::Raw(
+                connection
+                    .submit_produce(
+                        topic,
+                        0,
+                        AckPolicy::Written,
+                        RecordSet::from_payloads([payload])?,
+                    )
+                    .await?,
+            ),
+        })
+    }
+
+    async fn flush(&self) -> anyhow::Result<()> {
+        if let Sender::Producer(producer) = self {
+            producer.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Awaits every answer in send order and records send → answer.
+async fn collect_acks(
+    mut pending: mpsc::UnboundedReceiver<(Instant, Pending)>,
+) -> anyhow::Result<LatencyRecorder> {
+    let mut latency = LatencyRecorder::new();
+    while let Some((sent_at, answer)) = pending.recv().await {
+        match answer {
+            Pending::Delivery(delivery) => {
+                delivery.await?;
+            }
+            Pending::Raw(response) => {
+                response.wait().await?;
+            }
+        }
+        latency.record(sent_at.elapsed());
+    }
+    Ok(latency)
 }
 
 /// Follows until it has received as many records as the producer reports it sent.
@@ -201,14 +300,18 @@ async fn follow(
 /// The e2e results as a markdown table.
 pub fn markdown(runs: &[&E2eRun], baseline: &Baseline) -> String {
     let mut out = String::from(
-        "| rate/s | linger ms | records | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | p50 ÷ RTT | p99 ÷ RTT |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| client | rate/s | linger ms | records | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | p50 ÷ RTT | p99 ÷ RTT | ack p50 µs | ack p99 µs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for run in runs {
         let l = run.latency_us;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} |",
+            match run.client {
+                ClientPath::Producer => "producer",
+                ClientPath::Raw => "raw",
+            },
             run.rate_per_s,
             run.linger_ms,
             run.records,
@@ -219,11 +322,13 @@ pub fn markdown(runs: &[&E2eRun], baseline: &Baseline) -> String {
             l.max,
             run.vs_baseline.p50_over_rtt_p50,
             run.vs_baseline.p99_over_rtt_p50,
+            run.ack_latency_us.p50,
+            run.ack_latency_us.p99,
         );
     }
     let _ = writeln!(
         out,
-        "\nLoopback RTT p50 (baseline): {:.1} µs.",
+        "\nLoopback RTT p50 (baseline): {:.1} µs. The raw path sends one PRODUCE per record (no linger).",
         baseline.rtt_us_p50
     );
     out

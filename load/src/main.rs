@@ -153,9 +153,16 @@ struct QueueArgs {
     /// Arrival patterns to sweep.
     #[arg(long, value_delimiter = ',', default_values = ["backlog", "trickle"])]
     arrival: Vec<Arrival>,
-    /// Tasks per run.
+    /// Tasks per run, overriding the two options below.
+    #[arg(long)]
+    tasks: Option<usize>,
+    /// Backlog runs enqueue this many tasks per worker, so the backlog stays much larger than
+    /// the number of workers for most of the run (collisions depend on that ratio).
+    #[arg(long, default_value_t = 100)]
+    backlog_tasks_per_worker: usize,
+    /// Tasks of a trickle run (its length is tasks ÷ rate).
     #[arg(long, default_value_t = 300)]
-    tasks: usize,
+    trickle_tasks: usize,
     /// Trickle arrival rate, tasks per second.
     #[arg(long, default_value_t = 150.0)]
     trickle_per_s: f64,
@@ -200,7 +207,7 @@ impl QueueArgs {
             workers: 0,
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
-            tasks: self.tasks,
+            tasks: 0,
             trickle_per_s: self.trickle_per_s,
             work_ms: self.work_ms,
             lease_ms: self.lease_ms,
@@ -210,8 +217,32 @@ impl QueueArgs {
         }
     }
 
+    /// Tasks for a run of `workers` workers with `arrival`.
+    fn tasks_for(&self, workers: usize, arrival: Arrival) -> usize {
+        self.tasks.unwrap_or(match arrival {
+            Arrival::Backlog => self.backlog_tasks_per_worker * workers,
+            Arrival::Trickle => self.trickle_tasks,
+        })
+    }
+
+    /// Sets each run's task count.
+    fn sized(&self, configs: Vec<QueueRunConfig>) -> Vec<QueueRunConfig> {
+        configs
+            .into_iter()
+            .map(|c| QueueRunConfig {
+                tasks: self.tasks_for(c.workers, c.arrival),
+                ..c
+            })
+            .collect()
+    }
+
     fn sweep(&self) -> Vec<QueueRunConfig> {
-        queue::sweep(&self.workers, &self.pick, &self.arrival, self.template())
+        self.sized(queue::sweep(
+            &self.workers,
+            &self.pick,
+            &self.arrival,
+            self.template(),
+        ))
     }
 
     /// Chaos at each swept worker count (random, backlog) and one `forced` run at the smallest.
@@ -238,7 +269,7 @@ impl QueueArgs {
                 ..base
             });
         }
-        extra
+        self.sized(extra)
     }
 }
 
@@ -316,19 +347,30 @@ struct E2eArgs {
     /// Payload bytes per record.
     #[arg(long, default_value_t = 100)]
     e2e_record_bytes: usize,
+    /// Client paths: the batching `producer` (each linger), and `raw` (one PRODUCE per record).
+    #[arg(long, value_delimiter = ',', default_values = ["raw", "producer"])]
+    e2e_clients: Vec<produce::ClientPath>,
 }
 
 impl E2eArgs {
     fn configs(&self) -> Vec<e2e::E2eConfig> {
         let mut configs = Vec::new();
-        for &rate_per_s in &self.e2e_rates {
-            for &linger_ms in &self.e2e_lingers {
-                configs.push(e2e::E2eConfig {
-                    rate_per_s,
-                    linger_ms,
-                    duration_ms: self.e2e_duration_ms,
-                    record_bytes: self.e2e_record_bytes,
-                });
+        for &client in &self.e2e_clients {
+            // Linger is a producer setting: the raw path runs once per rate.
+            let lingers: &[u64] = match client {
+                produce::ClientPath::Producer => &self.e2e_lingers,
+                produce::ClientPath::Raw => &[0],
+            };
+            for &rate_per_s in &self.e2e_rates {
+                for &linger_ms in lingers {
+                    configs.push(e2e::E2eConfig {
+                        rate_per_s,
+                        linger_ms,
+                        duration_ms: self.e2e_duration_ms,
+                        record_bytes: self.e2e_record_bytes,
+                        client,
+                    });
+                }
             }
         }
         configs

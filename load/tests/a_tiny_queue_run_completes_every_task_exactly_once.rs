@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{assert_baseline, number, run_report};
+use support::{assert_baseline, integer, number, run_report};
 
 #[test]
 fn a_tiny_queue_run_completes_every_task_exactly_once() {
@@ -55,15 +55,15 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
     ] {
         number(run, key);
     }
-    assert_eq!(number(run, "tasks_total"), 30.0);
-    assert_eq!(number(run, "tasks_completed"), 30.0);
-    assert_eq!(number(run, "tasks_never_completed"), 0.0);
-    assert_eq!(number(run, "duplicate_effects"), 0.0);
-    assert_eq!(number(run, "violations"), 0.0);
-    assert!(number(run, "wins") >= 30.0);
+    assert_eq!(integer(run, "tasks_total"), 30);
+    assert_eq!(integer(run, "tasks_completed"), 30);
+    assert_eq!(integer(run, "tasks_never_completed"), 0);
+    assert_eq!(integer(run, "duplicate_effects"), 0);
+    assert_eq!(integer(run, "violations"), 0);
+    assert!(integer(run, "wins") >= 30);
     assert_eq!(
-        number(run, "attempts"),
-        number(run, "wins") + number(run, "lost_races") + number(run, "dead_lettered"),
+        integer(run, "attempts"),
+        integer(run, "wins") + integer(run, "lost_races") + integer(run, "dead_lettered"),
         "attempts = wins + lost races + dead-letterings"
     );
     assert!(number(run, "tasks_per_s") > 0.0);

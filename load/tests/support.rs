@@ -56,3 +56,10 @@ pub fn number(run: &Value, key: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("run.{key} is a number in {run}"))
 }
+
+/// A run's integer field, or a panic naming the missing key.
+pub fn integer(run: &Value, key: &str) -> u64 {
+    run[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("run.{key} is a non-negative integer in {run}"))
+}

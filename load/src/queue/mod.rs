@@ -153,6 +153,11 @@ pub struct QueueRun {
     pub lost_races: u64,
     /// `lost_races / attempts`, percent.
     pub lost_race_pct: f64,
+    /// Claims appended while at least 2 × workers tasks had never been claimed (backlog runs).
+    pub deep_backlog_claims: Option<u64>,
+    /// Lost races among those claims, percent: collisions while the backlog was deep, without
+    /// the drain at the end.
+    pub lost_race_pct_deep_backlog: Option<f64>,
     /// `attempts / tasks_total`.
     pub attempts_per_task: f64,
     /// `(attempts, tasks)` pairs: how many tasks needed that many claims.
@@ -242,51 +247,78 @@ pub fn label(config: &QueueRunConfig) -> String {
     )
 }
 
-/// The queue results as a markdown table.
+/// The queue results as two markdown tables: latency, then work.
 pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
+    let name = |r: &QueueRun| {
+        format!(
+            "{} | {} | {} | {} | {}",
+            r.workers,
+            r.pick.name(),
+            r.arrival.name(),
+            r.claim_ack.name(),
+            if r.chaos { "yes" } else { "no" }
+        )
+    };
     let mut out = String::from(
-        "| workers | pick | arrival | ack | chaos | claim p50 µs | p90 | p99 | p99.9 | max | p50 ÷ RTT | enqueue→claim p50 µs | attempts | wins | lost races | lost % | attempts/task | dup. exec. | fenced | dup. effects | tasks | completed | never | dead | killed | tasks/s | ceiling | % of ceiling |\n\
-         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "Claim latency (append issued → verdict known by the worker's follower), µs:\n\n\
+         | workers | pick | arrival | ack | chaos | p50 | p90 | p99 | p99.9 | max | p50 ÷ RTT | p99 ÷ RTT | enqueue → won p50 | enqueue → won p99 |\n\
+         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
         let l = r.claim_latency_us;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} | {} | {} | {} | {:.2} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
-            r.workers,
-            r.pick.name(),
-            r.arrival.name(),
-            r.claim_ack.name(),
-            if r.chaos { "yes" } else { "no" },
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} |",
+            name(r),
             l.p50,
             l.p90,
             l.p99,
             l.p999,
             l.max,
             r.vs_baseline.claim_p50_over_rtt_p50,
+            r.vs_baseline.claim_p99_over_rtt_p50,
             r.enqueue_to_claim_us.p50,
-            r.attempts,
-            r.wins,
-            r.lost_races,
-            r.lost_race_pct,
-            r.attempts_per_task,
-            r.duplicate_executions,
-            r.fenced_dones,
-            r.duplicate_effects,
+            r.enqueue_to_claim_us.p99,
+        );
+    }
+    out.push_str(
+        "\nWork (from the verifier over both logs):\n\n\
+         | workers | pick | arrival | ack | chaos | tasks | completed | never | dead | attempts | wins | lost | lost % | lost % deep backlog | attempts/task | dup. exec. | expired | fenced | dup. effects | violations | killed | tasks/s | ceiling | % of ceiling | CPU s |\n\
+         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} |",
+            name(r),
             r.tasks_total,
             r.tasks_completed,
             r.tasks_never_completed,
             r.dead_lettered,
+            r.attempts,
+            r.wins,
+            r.lost_races,
+            r.lost_race_pct,
+            r.lost_race_pct_deep_backlog
+                .map_or_else(|| "—".to_owned(), |p| format!("{p:.2}")),
+            r.attempts_per_task,
+            r.duplicate_executions,
+            r.expired_leases,
+            r.fenced_dones,
+            r.duplicate_effects,
+            r.violations,
             r.workers_killed,
             r.tasks_per_s,
             r.ceiling_tasks_per_s,
             100.0 * r.tasks_per_s / r.ceiling_tasks_per_s.max(f64::MIN_POSITIVE),
+            r.process_cpu_s,
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
         "\nLoopback RTT p50 (baseline): {:.1} µs; fsync p50: {:.0} µs. \
-         Ceiling = workers × 1000 / (work_ms + 2 × claim p50 ms), capped by the arrival rate for a trickle.\n",
+         Ceiling = workers × 1000 / (work_ms + 2 × claim p50 ms), capped by the arrival rate for a trickle. \
+         \"Deep backlog\": claims appended while at least 2 × workers tasks had never been claimed.",
         baseline.rtt_us_p50, baseline.fsync_us_p50
     );
     out

@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use booblik_client::{Client, ConnectionConfig};
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::state::QueueConfig;
-use booblik_samples::queue::verify::{VerifyConfig, Violation, verify};
+use booblik_samples::queue::state::{Event, QueueConfig};
+use booblik_samples::queue::verify::{TraceStep, VerifyConfig, Violation, replay, verify};
 use booblik_samples::queue::worker::{
     Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, wall_clock_ms,
 };
@@ -48,6 +48,8 @@ pub const TASKS_TOPIC: &str = "tasks";
 pub const CLAIMS_TOPIC: &str = "claims";
 /// How often the conductor checks for the end of the run and for chaos.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
+/// "Deep backlog": at least this many never-claimed tasks per worker remain.
+const DEEP_BACKLOG_TASKS_PER_WORKER: usize = 2;
 /// How long workers get to stop after the shutdown signal before they are aborted.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
 
@@ -236,6 +238,17 @@ async fn conduct(
         .inspect(|v| tracing::error!(violation = ?v, "queue invariant broken"))
         .count() as u64;
 
+    let deep = match config.arrival {
+        Arrival::Backlog => {
+            let (_, trace, _) = replay(&tasks, &claims, queue);
+            Some(lost_races_in_deep_backlog(
+                &trace,
+                summary.tasks as usize,
+                DEEP_BACKLOG_TASKS_PER_WORKER * config.workers,
+            ))
+        }
+        Arrival::Trickle => None,
+    };
     let claim_latency_us = tally.claim_latency.percentiles();
     let enqueue_to_claim_us = tally.enqueue_to_claim(&submitted).percentiles();
     let claim_p50_ms = claim_latency_us.p50 / 1_000.0;
@@ -264,6 +277,8 @@ async fn conduct(
         wins: summary.wins,
         lost_races: summary.lost_races,
         lost_race_pct: 100.0 * summary.lost_races as f64 / (summary.claims.max(1)) as f64,
+        deep_backlog_claims: deep.map(|d| d.claims),
+        lost_race_pct_deep_backlog: deep.map(|d| 100.0 * d.lost as f64 / d.claims.max(1) as f64),
         attempts_per_task: summary.claims as f64 / tasks_total.max(1) as f64,
         attempts_histogram: attempts_histogram(&tasks_ids(&tasks), &claims),
         duplicate_executions: summary.duplicate_executions,
@@ -323,6 +338,38 @@ async fn start_worker(
             .await
     });
     Ok(Slot { run, killed: false })
+}
+
+/// Claims appended while the backlog was deep, and how many of them lost.
+#[derive(Debug, Clone, Copy)]
+struct DeepBacklog {
+    claims: u64,
+    lost: u64,
+}
+
+/// Walks the verdicts in log order, counting never-claimed tasks; claims appended while at
+/// least `deep_at` of the `tasks` had never been claimed count as "deep backlog" claims. This
+/// separates collisions while workers have plenty to choose from (what the pick strategy
+/// controls) from the drain at the end, when fewer tasks than workers remain and collisions
+/// are unavoidable.
+fn lost_races_in_deep_backlog(trace: &[TraceStep], tasks: usize, deep_at: usize) -> DeepBacklog {
+    let mut won = std::collections::HashSet::new();
+    let mut deep = DeepBacklog { claims: 0, lost: 0 };
+    for step in trace {
+        if !matches!(step.record, ClaimsRecord::Claim(_)) {
+            continue;
+        }
+        let is_deep = tasks.saturating_sub(won.len()) >= deep_at;
+        let is_win = matches!(step.event, Event::ClaimWon { .. });
+        if is_deep {
+            deep.claims += 1;
+            deep.lost += u64::from(!is_win);
+        }
+        if let Event::ClaimWon { task_id, .. } = step.event {
+            won.insert(task_id);
+        }
+    }
+    deep
 }
 
 fn tasks_ids(tasks: &[(i64, booblik_samples::queue::record::Task)]) -> Vec<Uuid> {
