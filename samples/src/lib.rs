@@ -1,4 +1,14 @@
-//! Reference applications on booblik.
+//! Reference applications on booblik: read them, copy them.
+//!
+//! | module | layer | what it shows |
+//! |---|---|---|
+//! | [`events`] | 1 | keyed events; a follow consumer with durable positions (at-least-once); replay; a projection |
+//! | [`queue`] | 2 | a task queue as claims and leases over a log partition (`docs/task-queue.md`) |
+//! | [`support`] | — | plumbing shared by the binaries: flags, shutdown, retries, stats over HTTP, an embedded broker |
+//!
+//! Binaries (`src/bin/`): `publisher`, `follow-consumer`, `replay-consumer`, `projection`,
+//! `demo`, `queue-submit`, `queue-worker`, `queue-verify`. `samples/README.md` maps every pattern
+//! to the file that shows it.
 
 pub mod events;
 pub mod queue;

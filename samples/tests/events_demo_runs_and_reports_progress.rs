@@ -1,5 +1,5 @@
 //! `demo --duration-s N` starts an embedded broker and every events sample, shows progress while it
-//! runs, stops by itself, passes its end-of-run cross-checks and exits 0; run again on the same
+//! runs (the task queue included), stops by itself, passes its end-of-run cross-checks and exits 0; run again on the same
 //! data, its follow consumers resume from their saved positions.
 
 mod events_support;
@@ -56,6 +56,18 @@ async fn the_demo_runs_for_its_duration_and_passes_its_checks() {
         .sum();
     assert_eq!(followed, sent, "the followers handled every event:\n{out}");
     assert!(out.contains("started from earliest"), "{out}");
+    // Layer 2 ran too: tasks were completed by the workers and the logs verified clean.
+    let verified = out
+        .lines()
+        .rev()
+        .find(|l| l.contains("task queue verified"))
+        .unwrap_or_default();
+    let completed = last_number_after(verified, "tasks, ");
+    assert!(
+        completed > 0,
+        "the demo's task queue completed tasks:\n{out}"
+    );
+    assert!(out.contains(" 0 violations"), "{out}");
 
     // Same data again: the consumers resume from where the first run saved them.
     let (status, out, err) = run_demo(data_dir).finish().await;

@@ -1,10 +1,12 @@
-//! `demo`: the whole events layer in one process — an embedded broker, the publisher, a follow
-//! consumer per partition, the projection and a replay — with a live table, and cross-checks at the
-//! end.
+//! `demo`: both layers in one process — an embedded broker; the publisher, a follow consumer per
+//! partition, the projection and a replay (layer 1); a task submitter and three queue workers
+//! racing for tasks through the claims log (layer 2) — with a live table, and cross-checks at the
+//! end (including `queue-verify`'s invariants over the tasks and claims logs).
 //!
 //! ```text
 //! cargo run --release -p booblik-samples --bin demo -- [--data-dir ./demo-data] [--bind 127.0.0.1:0]
 //!     [--duration-s N] [--rate 100] [--users 50] [--stats-bind addr] [--top 3]
+//!     [--task-rate 2] [--workers 3] [--lease-ms 2000] [--work-ms 400]
 //! ```
 //!
 //! The broker's log goes to `<data-dir>/broker` and the follow consumers' positions to
@@ -26,6 +28,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -39,6 +42,9 @@ use booblik_samples::events::projection::http::{routes, stats_json};
 use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run_projection};
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::events::replay::{ReplayConfig, replay};
+use booblik_samples::queue::state::QueueConfig;
+use booblik_samples::queue::verify::{VerifyConfig, verify};
+use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs, submit_task, wall_clock_ms};
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{embedded_broker, logging, stats_http};
 use clap::Parser;
@@ -83,6 +89,18 @@ struct Cli {
     /// Users shown in the table's top list.
     #[arg(long, default_value_t = 3)]
     top: usize,
+    /// Tasks submitted to the queue per second (0: no task queue).
+    #[arg(long, default_value_t = 2)]
+    task_rate: u32,
+    /// Queue workers racing for tasks.
+    #[arg(long, default_value_t = 3)]
+    workers: usize,
+    /// Lease of a claimed task, in milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    lease_ms: u64,
+    /// Simulated work per task, in milliseconds.
+    #[arg(long, default_value_t = 400)]
+    work_ms: u64,
 }
 
 /// A one-line status for the table.
@@ -345,6 +363,10 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
     }
 
+    if cli.task_rate > 0 {
+        start_task_queue(&mut demo, &client, &addr, &cli).await?;
+    }
+
     // Run until Ctrl-C, the duration, or a part failing.
     let started = Instant::now();
     let deadline = cli.duration_s.map(|s| started + Duration::from_secs(s));
@@ -427,12 +449,18 @@ async fn main() -> anyhow::Result<ExitCode> {
     }
     let model = projection.model().clone();
     checks.push(projection_matches_replay(&client, TOPIC, &model).await?);
+    if cli.task_rate > 0 {
+        checks.push(queue_verified(&client).await?);
+    }
 
     println!("checks");
     for check in &checks {
         let mark = if check.passed { "ok    " } else { "FAILED" };
         println!("  {mark} {}", check.detail);
     }
+    // The parts' status closures keep the workers (and their followers) alive: drop them before
+    // the broker goes, so nothing retries against a closed port.
+    drop(demo);
     drop(client);
     broker.shutdown().await?;
     let failures = checks.iter().filter(|c| !c.passed).count();
@@ -443,6 +471,111 @@ async fn main() -> anyhow::Result<ExitCode> {
         println!("{failures} of {} checks FAILED", checks.len());
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Layer 2: a submitter (a writer) and `cli.workers` workers (readers: caught up once every task
+/// submitted so far is finished), each worker with its own connection and followers.
+async fn start_task_queue(
+    demo: &mut Demo,
+    client: &Client,
+    addr: &str,
+    cli: &Cli,
+) -> anyhow::Result<()> {
+    let submitted = Arc::new(AtomicU64::new(0));
+    {
+        let (client, count, status_count) = (
+            client.clone(),
+            Arc::clone(&submitted),
+            Arc::clone(&submitted),
+        );
+        let interval = Duration::from_millis(1_000 / u64::from(cli.task_rate.max(1)));
+        demo.writer(
+            "submitter",
+            Box::new(move || format!("submitted {} tasks", status_count.load(Ordering::Relaxed))),
+            move |stop| async move {
+                let mut tick = tokio::time::interval(interval);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        () = stop.triggered() => return Ok(()),
+                    }
+                    let n = count.load(Ordering::Relaxed);
+                    submit_task(&client, "tasks", format!("task {n}").into_bytes()).await?;
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        );
+    }
+    for n in 1..=cli.workers {
+        let config = WorkerConfig {
+            lease_ms: cli.lease_ms,
+            work_ms: cli.work_ms,
+            ..WorkerConfig::default()
+        };
+        let worker = Arc::new(
+            Worker::start(
+                Client::connect(addr, ConnectionConfig::default()).await?,
+                config,
+            )
+            .await?,
+        );
+        let (status_worker, caught_up_worker) = (Arc::clone(&worker), Arc::clone(&worker));
+        demo.reader(
+            &format!("worker {n}"),
+            Box::new(move || worker_status(&status_worker)),
+            // Caught up once every task this worker has read is finished.
+            Box::new(move |_| {
+                caught_up_worker
+                    .view()
+                    .with_state(|s| s.unfinished_count() == 0)
+            }),
+            move |stop| async move {
+                worker.run(stop.triggered()).await?;
+                Ok(())
+            },
+        );
+    }
+    Ok(())
+}
+
+fn worker_status(worker: &Worker) -> String {
+    let s = worker.stats();
+    let holding = worker.current_task().map_or_else(
+        || "idle".to_owned(),
+        |(task, token)| format!("holding {} (token {token})", &task.to_string()[..8]),
+    );
+    format!(
+        "claims {:<5} won {:<5} lost races {:<4} completed {:<5} {holding}",
+        s.claims, s.wins, s.lost_races, s.completed
+    )
+}
+
+/// `queue-verify` in-process: both logs replayed, every invariant checked.
+async fn queue_verified(client: &Client) -> anyhow::Result<Check> {
+    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
+    let report = verify(
+        &tasks,
+        &claims,
+        &VerifyConfig {
+            queue: QueueConfig::default(),
+            as_of_ms: wall_clock_ms(),
+            lost_after_ms: 0,
+        },
+    );
+    let s = &report.summary;
+    Ok(Check {
+        passed: report.is_clean(),
+        detail: format!(
+            "task queue verified: {} tasks, {} completed, {} claims, {} lost races, {} expired leases, {} fenced dones, {} violations",
+            s.tasks,
+            s.completed,
+            s.claims,
+            s.lost_races,
+            s.expired_leases,
+            s.fenced_dones,
+            report.violations.len()
+        ),
+    })
 }
 
 fn follow_status(state: &FollowState, partition: i32) -> String {
