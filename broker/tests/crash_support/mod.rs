@@ -26,6 +26,8 @@ const READY_WAIT: Duration = Duration::from_secs(20);
 const PORT_ATTEMPTS: u32 = 5;
 /// How long one answer may take before a test gives up on it.
 pub const CALL_WAIT: Duration = Duration::from_secs(20);
+/// What the broker logs (at `info`) once its listener is bound.
+const LISTENING_LOG_LINE: &str = "broker listening";
 /// Bytes asked per FETCH when reading a partition back.
 const READ_MAX_BYTES: i32 = 1024 * 1024;
 
@@ -39,7 +41,8 @@ pub struct BrokerProcess {
 
 impl BrokerProcess {
     /// Starts the binary on a free loopback port with `--data-dir data_dir` and `args`, its
-    /// stderr going to `log_path`, and waits until it accepts connections.
+    /// output going to `log_path` (logs go to stdout, panic messages to stderr: both are kept),
+    /// and waits until it accepts connections.
     pub async fn start(data_dir: &Path, log_path: &Path, args: &[&str]) -> Self {
         for _ in 0..PORT_ATTEMPTS {
             let port = {
@@ -56,7 +59,7 @@ impl BrokerProcess {
                 .args(args)
                 .env("RUST_LOG", "info")
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(log.try_clone().unwrap())
                 .stderr(log)
                 .spawn()
                 .expect("the broker binary starts");
@@ -91,7 +94,7 @@ impl BrokerProcess {
             .arg(data_dir)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("the broker binary starts");
@@ -100,14 +103,18 @@ impl BrokerProcess {
         child.wait().unwrap();
     }
 
-    /// True once the broker accepts a connection; false if it exited first.
+    /// True once the broker has logged that it listens and accepts a connection; false if it
+    /// exited first (e.g. the port was taken). Waiting for the log line, not just a successful
+    /// connect, rules out mistaking another program that grabbed the port for our broker.
     async fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + READY_WAIT;
         loop {
             if self.child.try_wait().unwrap().is_some() {
                 return false;
             }
-            if TcpStream::connect(self.addr).await.is_ok() {
+            if self.log().contains(LISTENING_LOG_LINE)
+                && TcpStream::connect(self.addr).await.is_ok()
+            {
                 return true;
             }
             assert!(
@@ -152,12 +159,12 @@ impl BrokerProcess {
         assert!(status.success(), "the broker exited with {status}");
     }
 
-    /// Everything it wrote to stderr so far.
+    /// Everything it wrote (stdout and stderr) so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
-    /// Fails the test if the broker's stderr shows a panic (a panicking session task is
+    /// Fails the test if the broker's output shows a panic (a panicking session task is
     /// otherwise invisible: tokio just drops that connection).
     pub fn assert_no_panic(&self) {
         assert_log_has_no_panic(&self.log_path);
