@@ -6,7 +6,7 @@
 //! trip" travels.
 
 use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -45,6 +45,10 @@ pub struct Baseline {
     pub rtt_us_p50: f64,
     /// 99th percentile of the same.
     pub rtt_us_p99: f64,
+    /// Median of the same round trip after an idle pause of [`IDLE_GAP`]: both ends woken from
+    /// sleep, as a request arriving at a quiet broker is. On a VM this costs more than a round
+    /// trip between busy threads.
+    pub rtt_after_idle_us_p50: f64,
     /// One-way loopback TCP throughput, MB/s (10^6 bytes).
     pub tcp_mb_s: f64,
     /// Median latency of a 4 KiB write + `fsync`, microseconds.
@@ -53,9 +57,16 @@ pub struct Baseline {
     pub fsync_us_p99: f64,
 }
 
+/// Pause before each round trip of the "after idle" measurement.
+pub const IDLE_GAP: Duration = Duration::from_millis(2);
+/// Round trips timed after an idle pause.
+const IDLE_ROUND_TRIPS: u32 = 300;
+
 /// Measures all three.
 pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
-    let (rtt_us_p50, rtt_us_p99) = round_trip(config.round_trips).await?;
+    let (rtt_us_p50, rtt_us_p99) = round_trip(config.round_trips, None).await?;
+    let (rtt_after_idle_us_p50, _) =
+        round_trip(IDLE_ROUND_TRIPS.min(config.round_trips), Some(IDLE_GAP)).await?;
     let tcp_mb_s = throughput(config.tcp_bytes).await?;
     let (fsync_us_p50, fsync_us_p99) =
         tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs, &config.fsync_dir))
@@ -63,14 +74,16 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     Ok(Baseline {
         rtt_us_p50,
         rtt_us_p99,
+        rtt_after_idle_us_p50,
         tcp_mb_s,
         fsync_us_p50,
         fsync_us_p99,
     })
 }
 
-/// Ping-pong of 64-byte messages over loopback, with `TCP_NODELAY` as the broker uses.
-async fn round_trip(count: u32) -> anyhow::Result<(f64, f64)> {
+/// Ping-pong of 64-byte messages over loopback, with `TCP_NODELAY` as the broker uses; with a
+/// pause of `gap` before each one when given.
+async fn round_trip(count: u32, gap: Option<Duration>) -> anyhow::Result<(f64, f64)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let echo = tokio::spawn(async move {
@@ -90,6 +103,9 @@ async fn round_trip(count: u32) -> anyhow::Result<(f64, f64)> {
     let msg = [7u8; 64];
     let mut back = [0u8; 64];
     for i in 0..count + count / 10 {
+        if let Some(gap) = gap {
+            tokio::time::sleep(gap).await;
+        }
         let started = Instant::now();
         s.write_all(&msg).await?;
         s.read_exact(&mut back).await?;

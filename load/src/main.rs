@@ -29,6 +29,7 @@ mod produce;
 mod progress;
 mod queue;
 mod report;
+mod requests;
 mod soak;
 mod targets;
 
@@ -79,7 +80,7 @@ enum Command {
         #[command(flatten)]
         fetch: FetchArgs,
     },
-    /// Produce → follow latency at steady rates.
+    /// Request round trips one at a time, then produce → follow latency at steady rates.
     E2e {
         #[command(flatten)]
         common: CommonArgs,
@@ -471,7 +472,7 @@ async fn main() -> anyhow::Result<()> {
         Command::E2e { common, e2e } => {
             let (harness, machine) = prepare(&common).await?;
             let configs = e2e.configs();
-            let progress = Progress::new(configs.len() as u64);
+            let progress = Progress::new(configs.len() as u64 + 1);
             let runs = run_e2e(&harness, &configs, &progress).await?;
             progress.finish();
             finish(&common, machine, &harness, runs, &[])
@@ -504,7 +505,7 @@ async fn main() -> anyhow::Result<()> {
             }
             let produce_configs = produce.configs();
             let e2e_configs = e2e.configs();
-            let steps = queue_configs.len() + produce_configs.len() + 1 + e2e_configs.len();
+            let steps = queue_configs.len() + produce_configs.len() + 1 + e2e_configs.len() + 1;
             let progress = Progress::new(steps as u64);
             let outcomes = run_queue(&harness, &queue_configs, &progress).await?;
             let mut runs: Vec<Run> = outcomes
@@ -614,9 +615,19 @@ async fn run_e2e(
     configs: &[e2e::E2eConfig],
     progress: &Progress,
 ) -> anyhow::Result<Vec<Run>> {
-    let mut runs = Vec::with_capacity(configs.len());
+    let mut runs = Vec::with_capacity(configs.len() + 1);
+    progress.start("request round trips");
+    runs.push(Run::Requests(
+        requests::run(harness)
+            .await
+            .context("request round trips failed")?,
+    ));
+    progress.done();
     for config in configs {
-        let label = format!("e2e {}/s linger {} ms", config.rate_per_s, config.linger_ms);
+        let label = format!(
+            "e2e {:?} {}/s linger {} ms",
+            config.client, config.rate_per_s, config.linger_ms
+        );
         progress.start(label.clone());
         runs.push(Run::E2e(
             e2e::run(harness, *config)

@@ -13,6 +13,7 @@ use crate::fetch::FetchRun;
 use crate::machine::Machine;
 use crate::produce::ProduceRun;
 use crate::queue::QueueRun;
+use crate::requests::RequestsRun;
 use crate::soak::SoakRun;
 
 /// One measured run, tagged with its workload (`"kind"` in JSON).
@@ -27,6 +28,8 @@ pub enum Run {
     Fetch(FetchRun),
     /// An end-to-end latency run.
     E2e(E2eRun),
+    /// Request round trips, one at a time.
+    Requests(RequestsRun),
     /// A soak.
     Soak(SoakRun),
 }
@@ -48,12 +51,13 @@ impl Report {
         let b = &self.baseline;
         let mut out = format!(
             "# booblik-load\n\nMachine: {}\n\n## Baseline\n\n\
-             | loopback RTT p50 µs | RTT p99 µs | TCP MB/s | fsync p50 µs | fsync p99 µs |\n\
-             |---:|---:|---:|---:|---:|\n\
-             | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
+             | loopback RTT p50 µs | RTT p99 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs |\n\
+             |---:|---:|---:|---:|---:|---:|\n\
+             | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
             self.machine.describe(),
             b.rtt_us_p50,
             b.rtt_us_p99,
+            b.rtt_after_idle_us_p50,
             b.tcp_mb_s,
             b.fsync_us_p50,
             b.fsync_us_p99,
@@ -86,6 +90,12 @@ impl Report {
         if !fetch.is_empty() {
             out.push_str("\n## Fetch\n\n");
             out.push_str(&crate::fetch::markdown(&fetch, b));
+        }
+        for run in &self.runs {
+            if let Run::Requests(r) = run {
+                out.push_str("\n## Request round trips\n\n");
+                out.push_str(&crate::requests::markdown(r, b));
+            }
         }
         let e2e: Vec<&E2eRun> = self
             .runs
