@@ -92,6 +92,7 @@ fn claim_latency_cdf(runs: &[&QueueOutcome], arrival: Arrival, path: &Path) -> a
     chart
         .configure_mesh()
         .x_desc("claim latency, µs (log scale)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc("fraction of claims at or below")
         .draw()
         .map_err(|e| anyhow!("{e}"))?;
