@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the compose check scripts (sourced, not run).
 #
 # Everything talks to the demo from the host, the way a user would: `docker-compose port` to
@@ -30,8 +31,10 @@ need_tools() {
   [ ${#missing[@]} -eq 0 ] && return 0
   command -v apt-get >/dev/null 2>&1 || fail "missing ${missing[*]} and no apt-get to install them"
   log "installing ${missing[*]}"
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-    || fail "cannot install ${missing[*]}"
+  if ! { apt-get update -qq >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+    fail "cannot install ${missing[*]}"
+  fi
 }
 
 # host:port where <service>'s container port <port> is published (it changes on restart).
@@ -69,3 +72,33 @@ wait_until() {
 
 # Integer comparison helpers for wait_until.
 stats_gt() { local v; v=$(stats_field "$1" "$2") && [ "$v" != null ] && [ "$v" -gt "$3" ]; }
+
+# A /24 (as its first three octets) for the demo network that no Docker network on this engine
+# overlaps: two checks, or a check and a running demo, never fight over the subnet.
+free_net_prefix() {
+  local subnets
+  subnets=$(docker network ls -q | xargs -r docker network inspect \
+    --format '{{range .IPAM.Config}}{{.Subnet}} {{end}}' 2>/dev/null | tr -s ' \n' ' ')
+  python3 - "$subnets" <<'PY'
+import ipaddress, random, sys
+taken = [ipaddress.ip_network(s, strict=False) for s in sys.argv[1].split() if s]
+for third in random.sample(range(16, 250), 234):
+    candidate = ipaddress.ip_network(f"172.29.{third}.0/24")
+    if not any(candidate.overlaps(t) for t in taken if t.version == 4):
+        print(f"172.29.{third}")
+        break
+else:
+    sys.exit("no free 172.29.x.0/24 subnet")
+PY
+}
+
+# The id of <service>'s container (running or not).
+container_of() { compose ps -q "$1" | head -n 1; }
+
+# Exit code of <service>'s finished container, or "running".
+exit_code_of() {
+  local id
+  id=$(container_of "$1")
+  [ -n "$id" ] || return 1
+  docker inspect -f '{{if .State.Running}}running{{else}}{{.State.ExitCode}}{{end}}' "$id"
+}
