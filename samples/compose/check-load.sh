@@ -15,7 +15,7 @@ log "load: booblik-load queue against the compose broker"
 set +e
 # shellcheck disable=SC2016 # "$1" is expanded by the inner shell
 report=$(timeout "$LOAD_WITHIN_S" \
-  bash -c '. "$1"; compose --profile load run --rm --no-deps -T load' _ "$here/lib.sh")
+  bash -c '. "$1"; compose --profile load run --rm --no-deps -T -e RUST_LOG=warn load' _ "$here/lib.sh")
 status=$?
 set -e
 printf '%s\n' "$report" | sed -n '1,60p' >&2
