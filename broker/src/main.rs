@@ -81,6 +81,10 @@ struct ServeArgs {
     /// Appends queued per partition before producers wait (backpressure).
     #[arg(long, env = "BOOBLIK_WRITER_QUEUE_DEPTH", default_value_t = 1024)]
     writer_queue_depth: usize,
+    /// Bytes of records queued per partition before producers wait (backpressure); a batch
+    /// larger than this is queued alone.
+    #[arg(long, env = "BOOBLIK_WRITER_QUEUE_BYTES", default_value_t = 67_108_864)]
+    writer_queue_bytes: u64,
 }
 
 #[derive(Debug, Args)]
@@ -120,6 +124,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..BrokerConfig::default()
     };
     config.storage.writer_queue_depth = args.writer_queue_depth;
+    config.storage.writer_queue_bytes = args.writer_queue_bytes;
     config.storage.data_dir = args.data_dir;
     config.storage.segment_bytes = args.segment_bytes;
     config.storage.retention_bytes = args.retention_bytes;

@@ -25,8 +25,20 @@ pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
 /// made to wait (backpressure).
 pub const DEFAULT_WRITER_QUEUE_DEPTH: usize = 1024;
 /// Largest writer queue depth accepted (the queue is a semaphore; this keeps it far below
-/// tokio's permit limit and keeps memory for queued batches bounded).
+/// tokio's permit limit). Memory for queued batches is bounded by
+/// [`StorageConfig::writer_queue_bytes`], not by the depth.
 pub const MAX_WRITER_QUEUE_DEPTH: usize = 1 << 20;
+/// Default number of bytes (records as they will sit in a segment, headers included) that may
+/// wait in one partition's writer queue before producers are made to wait: 64 MiB. The depth
+/// alone does not bound memory, since one batch may be as large as a frame (8 MiB).
+pub const DEFAULT_WRITER_QUEUE_BYTES: u64 = 64 * 1024 * 1024;
+/// Smallest writer queue byte budget accepted: 1 MiB. Nothing breaks below it (a batch larger
+/// than the budget is queued alone), but every ordinary batch would then queue alone, and a
+/// value this small is far more likely a unit mistake (MiB given as bytes) than a wish.
+pub const MIN_WRITER_QUEUE_BYTES: u64 = 1024 * 1024;
+/// Largest writer queue byte budget accepted: 4 GiB − 1. The queue counts bytes as permits of
+/// a semaphore, and a batch reserves its bytes in one `acquire_many`, which takes a `u32`.
+pub const MAX_WRITER_QUEUE_BYTES: u64 = u32::MAX as u64;
 /// Default period of the retention check.
 pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: u64 = 60_000;
 
@@ -90,6 +102,10 @@ pub struct StorageConfig {
     pub index_interval_bytes: u32,
     /// Appends that may wait in one partition's writer queue before `append` waits for room.
     pub writer_queue_depth: usize,
+    /// Bytes of records (as [`RecordSet::log_bytes`](booblik_protocol::RecordSet::log_bytes)
+    /// counts them) that may wait in one partition's writer queue before `append` waits for
+    /// room. A batch larger than the whole budget is queued alone, once the queue is empty.
+    pub writer_queue_bytes: u64,
     /// How often each writer checks retention.
     pub retention_check_interval_ms: u64,
 }
@@ -104,6 +120,7 @@ impl Default for StorageConfig {
             retention_ms: None,
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             writer_queue_depth: DEFAULT_WRITER_QUEUE_DEPTH,
+            writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
         }
     }
@@ -133,6 +150,12 @@ impl StorageConfig {
                 self.writer_queue_depth
             ));
         }
+        if !(MIN_WRITER_QUEUE_BYTES..=MAX_WRITER_QUEUE_BYTES).contains(&self.writer_queue_bytes) {
+            return invalid(format!(
+                "writer_queue_bytes = {} is outside {MIN_WRITER_QUEUE_BYTES}..={MAX_WRITER_QUEUE_BYTES}",
+                self.writer_queue_bytes
+            ));
+        }
         if self.retention_check_interval_ms == 0 {
             return invalid("retention_check_interval_ms must be at least 1".to_owned());
         }
@@ -160,6 +183,28 @@ mod tests {
         assert_eq!(config.index_interval_bytes, 4096);
         assert_eq!(config.retention_bytes, None);
         assert_eq!(config.retention_ms, None);
+        assert_eq!(config.writer_queue_bytes, 64 * 1024 * 1024);
+    }
+
+    #[test]
+    fn writer_queue_byte_budgets_outside_one_mebibyte_to_four_gibibytes_are_refused() {
+        for writer_queue_bytes in [0, MIN_WRITER_QUEUE_BYTES - 1, MAX_WRITER_QUEUE_BYTES + 1] {
+            let config = StorageConfig {
+                writer_queue_bytes,
+                ..StorageConfig::default()
+            };
+            assert!(
+                matches!(config.validate(), Err(StorageError::InvalidConfig { .. })),
+                "{writer_queue_bytes} was accepted"
+            );
+        }
+        for writer_queue_bytes in [MIN_WRITER_QUEUE_BYTES, MAX_WRITER_QUEUE_BYTES] {
+            let config = StorageConfig {
+                writer_queue_bytes,
+                ..StorageConfig::default()
+            };
+            config.validate().unwrap();
+        }
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct PartitionStats {
     pub index_entries: usize,
     /// Appends waiting in the writer queue.
     pub queued_appends: usize,
+    /// Bytes of records those appends reserved in the writer queue (at most
+    /// `writer_queue_bytes`).
+    pub queued_bytes: u64,
     /// First offset in the log.
     pub log_start_offset: i64,
     /// Offset the next record will get.

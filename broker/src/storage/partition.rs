@@ -2,8 +2,8 @@
 //!
 //! A [`Partition`] ties together the reader-visible [`LogView`], the queue into the partition's
 //! writer thread, and the poisoned flag. Appends are checked here first (too large, poisoned)
-//! so a refusal never costs a trip through the queue; then they wait for room in the queue,
-//! which is the backpressure producers feel when the disk falls behind.
+//! so a refusal never costs a trip through the queue; then they wait for room in the queue, in
+//! batches and in bytes, which is the backpressure producers feel when the disk falls behind.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,7 +76,9 @@ impl Partition {
         };
         let log = PartitionLog::open(dir, settings, durability)?;
         let view = Arc::clone(log.view());
-        let (queue, commands) = WriterQueue::new(config.writer_queue_depth);
+        // `validate` keeps the budget within `u32`; saturate rather than trust that here.
+        let queue_bytes = u32::try_from(config.writer_queue_bytes).unwrap_or(u32::MAX);
+        let (queue, commands) = WriterQueue::new(config.writer_queue_depth, queue_bytes);
         let poison = Arc::new(Poison::default());
         let writer = Writer {
             label: label.clone(),
@@ -122,7 +124,11 @@ impl Partition {
     ///
     /// Refuses at once, without queueing, a batch holding a record larger than an empty segment
     /// can take ([`StorageError::RecordTooLarge`]) and any batch once the partition is poisoned.
-    /// Then waits for room in the writer queue (backpressure). The answer depends on `ack`:
+    /// Then waits for room in the writer queue (backpressure): a place among
+    /// `writer_queue_depth` batches and `records.log_bytes()` of `writer_queue_bytes` (the whole
+    /// budget for a larger batch, which then goes alone). A batch whose last record would pass
+    /// the largest offset is refused by the writer ([`StorageError::OffsetOverflow`]), whole.
+    /// The answer depends on `ack`:
     ///
     /// * `None`: `Ok(None)` as soon as the batch is queued; it is still appended, in order;
     /// * `Written`: after the bytes are written and the offsets visible to readers;
@@ -142,7 +148,7 @@ impl Partition {
             });
         }
         self.poison.check()?;
-        let permit = self.queue.reserve().await?;
+        let slot = self.queue.reserve(records.log_bytes()).await?;
         let (reply, answer) = match ack {
             AckPolicy::None => (None, None),
             AckPolicy::Written | AckPolicy::Forced => {
@@ -154,7 +160,7 @@ impl Partition {
             records,
             ack,
             reply,
-            permit,
+            slot,
         })?;
         let Some(answer) = answer else {
             return Ok(None);
@@ -245,6 +251,7 @@ impl Partition {
             segments: self.view.segment_count(),
             index_entries: self.view.index_entries(),
             queued_appends: self.queue.queued(),
+            queued_bytes: self.queue.queued_bytes(),
             log_start_offset: self.view.log_start_offset(),
             high_watermark: self.view.high_watermark(),
             poisoned: self.poison.is_poisoned(),

@@ -2,11 +2,25 @@
 //!
 //! File I/O blocks (a `pwrite` can wait for memory, an `fsync` for the disk), so the writer is a
 //! plain thread rather than an async task; the async side talks to it through
-//! [`WriterQueue`]. The queue is bounded by a semaphore of `writer_queue_depth` permits: an
-//! append first acquires a permit (asynchronously, which is the backpressure on producers), then
-//! pushes its command; the writer releases the permit once the command is handled. Because one
-//! thread takes the commands in queue order, records are appended in arrival order and get
-//! gap-free offsets.
+//! [`WriterQueue`]. Because one thread takes the commands in queue order, records are appended
+//! in arrival order and get gap-free offsets.
+//!
+//! # Bounds
+//!
+//! The queue is bounded twice, each by a semaphore, and an append needs room in both before it
+//! pushes its command (waiting asynchronously, which is the backpressure producers feel):
+//!
+//! * **count**: `writer_queue_depth` permits, one per batch;
+//! * **bytes**: `writer_queue_bytes` permits, one per byte the batch will take in a segment
+//!   ([`RecordSet::log_bytes`]). A batch larger than the whole budget reserves the whole budget,
+//!   so it waits for an empty queue and then goes alone instead of waiting forever.
+//!
+//! The count alone does not bound memory: a batch may be as large as a frame (8 MiB), so 1024
+//! queued batches could hold 8 GiB. That matters most for ack NONE, whose producer is answered
+//! as soon as its batch is queued and would otherwise keep sending while the writer stalls. The
+//! permits of one batch travel with its command as a [`QueueSlot`], and the writer drops the slot
+//! once the batch is handled, returning both. Both semaphores are fair (first come, first
+//! served), so a large batch waiting for bytes is not overtaken forever by small ones.
 //!
 //! # Group commit
 //!
@@ -20,6 +34,7 @@
 //! An fsync or write failure poisons the partition ([`Poison`]): the waiters of that group and
 //! every later append get [`StorageError::Poisoned`].
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -50,8 +65,8 @@ pub(crate) enum Command {
         records: RecordSet,
         ack: AckPolicy,
         reply: Option<AppendReply>,
-        /// The queue slot, released when the writer has handled the batch.
-        permit: OwnedSemaphorePermit,
+        /// The batch's room in the queue, released when the writer has handled it.
+        slot: QueueSlot,
     },
     /// Apply retention now.
     EnforceRetention {
@@ -61,32 +76,88 @@ pub(crate) enum Command {
     Close,
 }
 
+/// One queued batch's room in the queue: a place in the count and its bytes. Dropping it
+/// returns both.
+#[derive(Debug)]
+pub(crate) struct QueueSlot {
+    place: OwnedSemaphorePermit,
+    bytes: OwnedSemaphorePermit,
+    load: Arc<QueueLoad>,
+}
+
+impl Drop for QueueSlot {
+    fn drop(&mut self) {
+        self.load
+            .batches
+            .fetch_sub(self.place.num_permits(), Ordering::Relaxed);
+        self.load
+            .bytes
+            .fetch_sub(self.bytes.num_permits() as u64, Ordering::Relaxed);
+    }
+}
+
+/// What the queue holds, for stats: batches that got both their place and their bytes.
+///
+/// Not read off the semaphores, because tokio hands permits to a waiting `acquire_many` as they
+/// are released: a batch still waiting for its bytes already holds some of them.
+#[derive(Debug, Default)]
+struct QueueLoad {
+    batches: AtomicUsize,
+    bytes: AtomicU64,
+}
+
 /// The sending side of a partition's writer queue.
 #[derive(Debug)]
 pub(crate) struct WriterQueue {
     sender: Mutex<Option<mpsc::Sender<Command>>>,
-    room: Arc<Semaphore>,
-    depth: usize,
+    /// One permit per batch that may be queued.
+    places: Arc<Semaphore>,
+    /// One permit per byte that may be queued.
+    bytes: Arc<Semaphore>,
+    capacity_bytes: u32,
+    load: Arc<QueueLoad>,
 }
 
 impl WriterQueue {
-    /// A queue of `depth` appends, and the receiving end for the writer.
-    pub(crate) fn new(depth: usize) -> (Self, mpsc::Receiver<Command>) {
+    /// A queue of at most `depth` appends holding at most `capacity_bytes` bytes of records
+    /// (see the module docs for a larger batch), and the receiving end for the writer.
+    pub(crate) fn new(depth: usize, capacity_bytes: u32) -> (Self, mpsc::Receiver<Command>) {
         let (sender, receiver) = mpsc::channel();
         let queue = Self {
             sender: Mutex::new(Some(sender)),
-            room: Arc::new(Semaphore::new(depth)),
-            depth,
+            places: Arc::new(Semaphore::new(depth)),
+            bytes: Arc::new(Semaphore::new(capacity_bytes as usize)),
+            capacity_bytes,
+            load: Arc::default(),
         };
         (queue, receiver)
     }
 
-    /// Waits for room for one append (backpressure). `Closed` once the queue is closed.
-    pub(crate) async fn reserve(&self) -> Result<OwnedSemaphorePermit, StorageError> {
-        Arc::clone(&self.room)
+    /// Waits for room for one append of `log_bytes` bytes (backpressure): a place first, then the
+    /// bytes, clamped to the whole budget. `Closed` once the queue is closed.
+    pub(crate) async fn reserve(&self, log_bytes: usize) -> Result<QueueSlot, StorageError> {
+        let place = Arc::clone(&self.places)
             .acquire_owned()
             .await
-            .map_err(|_| StorageError::Closed)
+            .map_err(|_| StorageError::Closed)?;
+        let wanted = u32::try_from(log_bytes)
+            .unwrap_or(u32::MAX)
+            .min(self.capacity_bytes);
+        let bytes = Arc::clone(&self.bytes)
+            .acquire_many_owned(wanted)
+            .await
+            .map_err(|_| StorageError::Closed)?;
+        self.load
+            .batches
+            .fetch_add(place.num_permits(), Ordering::Relaxed);
+        self.load
+            .bytes
+            .fetch_add(bytes.num_permits() as u64, Ordering::Relaxed);
+        Ok(QueueSlot {
+            place,
+            bytes,
+            load: Arc::clone(&self.load),
+        })
     }
 
     /// Hands a command to the writer. `Closed` once the queue is closed.
@@ -109,7 +180,8 @@ impl WriterQueue {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        self.room.close();
+        self.places.close();
+        self.bytes.close();
         match sender {
             Some(sender) => {
                 let _ = sender.send(Command::Close);
@@ -121,7 +193,12 @@ impl WriterQueue {
 
     /// Appends waiting for (or being handled by) the writer.
     pub(crate) fn queued(&self) -> usize {
-        self.depth.saturating_sub(self.room.available_permits())
+        self.load.batches.load(Ordering::Relaxed)
+    }
+
+    /// Bytes reserved by those appends (a batch larger than the budget counts as the budget).
+    pub(crate) fn queued_bytes(&self) -> u64 {
+        self.load.bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -198,12 +275,12 @@ impl Writer {
                 records,
                 ack,
                 reply,
-                permit,
+                slot,
             } => {
                 let result = self.poison.check().and_then(|()| {
                     self.log.append(&records).inspect_err(|error| {
                         // A refusal is not a failure of the log.
-                        if !matches!(error, StorageError::RecordTooLarge { .. }) {
+                        if !error.is_refusal() {
                             self.poison_with(error);
                         }
                     })
@@ -223,7 +300,9 @@ impl Writer {
                     }
                     (_, Ok(_), None) => {}
                 }
-                drop(permit);
+                // The batch's memory goes first, then its room in the queue.
+                drop(records);
+                drop(slot);
                 false
             }
             Command::EnforceRetention { reply } => {
