@@ -25,7 +25,7 @@ use super::durability::Durability;
 use super::error::{IoContext, StorageError};
 use super::index::{IndexEntry, SparseIndex};
 use super::mapping::SegmentMapping;
-use super::segment::{Segment, SegmentEnd, segment_file_name};
+use super::segment::{Segment, SegmentEnd, offset_after, segment_file_name};
 
 /// The segment the writer appends to.
 #[derive(Debug)]
@@ -123,7 +123,7 @@ impl ActiveSegment {
 
     /// Offset the next record will get.
     pub(crate) fn next_offset(&self) -> i64 {
-        self.segment.base_offset() + i64::from(self.written.record_count)
+        self.segment.next_offset_at(self.written)
     }
 
     /// Bytes of the partition's log up to the private write position.
@@ -146,6 +146,15 @@ impl ActiveSegment {
             ));
         }
         let start = self.written;
+        let next_offset = self.next_offset();
+        if offset_after(next_offset, payloads.len() as u64).is_none() {
+            // `PartitionLog::append` refuses such a batch before writing; this keeps the
+            // invariant `next_offset` relies on even if a caller forgets.
+            return Err(StorageError::OffsetOverflow {
+                high_watermark: next_offset,
+                records: payloads.len(),
+            });
+        }
         let mut entries = Vec::with_capacity(payloads.len());
         let mut position = start.position;
         for (n, payload) in payloads.iter().enumerate() {

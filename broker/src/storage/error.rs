@@ -3,7 +3,9 @@
 //! Refusals the protocol has a code for ([`StorageError::RecordTooLarge`],
 //! [`StorageError::OffsetOutOfRange`]) are separate from failures of the log itself
 //! ([`StorageError::Poisoned`], [`StorageError::Corrupt`], [`StorageError::Io`]): a server answers
-//! the first kind and stops trusting the partition on the second.
+//! the first kind and stops trusting the partition on the second. A refusal the protocol has no
+//! code for ([`StorageError::OffsetOverflow`]: a log that reached the largest offset) leaves the
+//! partition as it was; a server can only close the connection over it.
 
 use std::path::PathBuf;
 
@@ -18,6 +20,19 @@ pub enum StorageError {
         size: usize,
         /// Largest payload a segment can hold.
         max: usize,
+    },
+    /// The batch's last record would get an offset past the largest one a log can hold: the high
+    /// watermark (the offset after the last record) must still be an `int64`, so the last
+    /// record's offset is at most `i64::MAX − 1`. The batch is refused whole; the log is fine.
+    #[error(
+        "appending {records} records at offset {high_watermark} would pass the largest offset ({})",
+        i64::MAX
+    )]
+    OffsetOverflow {
+        /// Offset the batch's first record would have got.
+        high_watermark: i64,
+        /// Records in the batch.
+        records: usize,
     },
     /// A read asked for an offset outside `[log_start_offset, high_watermark]`.
     #[error(
@@ -76,6 +91,18 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// True for a refusal of one request ([`StorageError::RecordTooLarge`],
+    /// [`StorageError::OffsetOverflow`]), which says nothing about the log's health; false for a
+    /// failure that must poison the partition.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            StorageError::RecordTooLarge { .. }
+                | StorageError::OffsetOverflow { .. }
+                | StorageError::OffsetOutOfRange { .. }
+        )
+    }
+
     /// Wraps an I/O error with what was being done.
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         StorageError::Io {

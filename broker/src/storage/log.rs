@@ -3,7 +3,9 @@
 //! Only the partition's writer thread owns a [`PartitionLog`]; readers go through the shared
 //! [`LogView`]. Appending a batch:
 //!
-//! 1. refuse it whole if any record could not fit even an empty segment (`RECORD_TOO_LARGE`);
+//! 1. refuse it whole if any record could not fit even an empty segment (`RECORD_TOO_LARGE`),
+//!    or if its last record would pass the largest offset (`StorageError::OffsetOverflow`: the
+//!    high watermark after it must still be an `int64`);
 //! 2. write as many records as fit the active segment; when the next one does not fit, *roll*:
 //!    seal the active segment (publish, fsync, trim in MAPPED mode), create the next segment
 //!    named by the next offset, fsync the directory, and continue there;
@@ -25,7 +27,7 @@ use super::error::{IoContext, StorageError};
 use super::log_view::{LogEnd, LogView};
 use super::recovery::recover_partition;
 use super::retention::{RetentionPolicy, SealedSegmentFacts, segments_to_drop};
-use super::segment::Segment;
+use super::segment::{Segment, offset_after};
 
 /// What was appended: the first offset of the batch and the offset after its last record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +136,12 @@ impl PartitionLog {
             return Err(StorageError::RecordTooLarge { size: largest, max });
         }
         let base_offset = self.active.next_offset();
+        if offset_after(base_offset, records.count() as u64).is_none() {
+            return Err(StorageError::OffsetOverflow {
+                high_watermark: base_offset,
+                records: records.count(),
+            });
+        }
         let mut payloads = records.iter().peekable();
         let mut fitting: Vec<&[u8]> = Vec::with_capacity(records.count());
         while payloads.peek().is_some() {

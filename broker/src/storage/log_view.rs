@@ -141,8 +141,7 @@ impl LogView {
         };
         // Bytes written after the watermark was loaded may be in the slice; report a watermark
         // that covers them.
-        let slice_high_watermark =
-            high_watermark.max(segment.base_offset() + i64::from(end.record_count));
+        let slice_high_watermark = high_watermark.max(segment.next_offset_at(end));
         Ok(ReadSlice::new(
             segment,
             u64::from(position),
@@ -163,7 +162,7 @@ impl LogView {
             Arc::clone(&segments[after - 1])
         };
         let end = segment.end();
-        if offset > segment.base_offset() + i64::from(end.record_count) {
+        if offset > segment.next_offset_at(end) {
             return None;
         }
         let position = segment.position_of(offset, end).ok()?;

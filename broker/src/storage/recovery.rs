@@ -21,7 +21,11 @@
 //!    reuses the offset of the discarded record. In MAPPED mode the tail is cut to the valid end
 //!    too, which also throws away any half-written bytes beyond the zero length; the writer then
 //!    re-extends the file with zeros.
-//! 5. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
+//! 5. Offsets must fit an `int64`, and so must the offset after the last record (the high
+//!    watermark): a segment whose name is twenty digits above `i64::MAX`, or whose base offset
+//!    plus record count passes `i64::MAX`, is refused as corruption ("offsets overflow") before
+//!    anything is cut. No writer produces either; a hand-made or damaged file name does.
+//! 6. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
 //!    and byte position, because cutting there would silently delete acknowledged records.
 //!
 //! A corrupted *length* field hides where the next record starts, so that case cannot be told
@@ -39,10 +43,15 @@ use super::config::MAX_SEGMENT_BYTES;
 use super::durability::Durability;
 use super::error::{IoContext, StorageError};
 use super::index::SparseIndex;
-use super::segment::{DELETED_SUFFIX, SEGMENT_SUFFIX, SegmentEnd, parse_segment_file_name};
+use super::segment::{
+    DELETED_SUFFIX, SEGMENT_SUFFIX, SegmentEnd, SegmentFileName, offset_after,
+    parse_segment_file_name,
+};
 
 /// Bytes read at a time while validating a segment (more when one record is larger).
 const RECOVERY_CHUNK_BYTES: usize = 1024 * 1024;
+/// How the reason of a [`StorageError::Corrupt`] starts when offsets cannot be represented.
+const OFFSETS_OVERFLOW: &str = "offsets overflow";
 
 /// A segment as recovery left it: valid records only, indexed.
 #[derive(Debug)]
@@ -98,8 +107,11 @@ pub(crate) fn recover_partition(
         let segment =
             recover_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
         if let Some(previous) = recovered.last() {
-            let expected = previous.base_offset + i64::from(previous.end.record_count);
-            if segment.base_offset != expected {
+            // `recover_segment` checked that this sum fits.
+            let expected = offset_after(previous.base_offset, u64::from(previous.end.record_count));
+            if Some(segment.base_offset) != expected {
+                let expected =
+                    expected.map_or_else(|| "past i64::MAX".to_owned(), |e| e.to_string());
                 return Err(StorageError::Corrupt {
                     path: segment.path,
                     position: 0,
@@ -133,10 +145,24 @@ fn list_segments(dir: &Path, durability: &Durability) -> Result<Vec<(i64, PathBu
                 .context(|| format!("removing retired segment {}", path.display()))?;
             info!(path = %path.display(), "removed a segment retired before the last stop");
             removed_leftovers = true;
-        } else if let Some(base_offset) = parse_segment_file_name(name) {
-            segments.push((base_offset, path));
-        } else if name.ends_with(SEGMENT_SUFFIX) {
-            warn!(path = %path.display(), "ignoring a .log file whose name is not %020d.log");
+        } else {
+            match parse_segment_file_name(name) {
+                SegmentFileName::Segment(base_offset) => segments.push((base_offset, path)),
+                SegmentFileName::OutOfRange => {
+                    return Err(StorageError::Corrupt {
+                        path,
+                        position: 0,
+                        reason: format!(
+                            "{OFFSETS_OVERFLOW}: the name's base offset is above {}",
+                            i64::MAX
+                        ),
+                    });
+                }
+                SegmentFileName::Other if name.ends_with(SEGMENT_SUFFIX) => {
+                    warn!(path = %path.display(), "ignoring a .log file whose name is not %020d.log");
+                }
+                SegmentFileName::Other => {}
+            }
         }
     }
     if removed_leftovers {
@@ -171,6 +197,18 @@ fn recover_segment(
     }
     let outcome = scan_segment(&file, file_len, index_interval_bytes)
         .context(|| format!("reading segment {}", path.display()))?;
+    // Before any repair: a log whose offsets cannot be counted is refused as it is.
+    if offset_after(base_offset, u64::from(outcome.end.record_count)).is_none() {
+        return Err(StorageError::Corrupt {
+            path,
+            position: 0,
+            reason: format!(
+                "{OFFSETS_OVERFLOW}: {} records from base offset {base_offset} pass {}",
+                outcome.end.record_count,
+                i64::MAX
+            ),
+        });
+    }
     let end = u64::from(outcome.end.position);
     match outcome.stop {
         ScanStop::Clean => {}

@@ -35,13 +35,36 @@ pub(crate) fn segment_file_name(base_offset: i64) -> String {
     format!("{base_offset:020}{SEGMENT_SUFFIX}")
 }
 
-/// The base offset named by a segment file name, if it is one (`%020d.log`).
-pub(crate) fn parse_segment_file_name(name: &str) -> Option<i64> {
-    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+/// What a file name says about the file, for recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SegmentFileName {
+    /// `%020d.log` naming an offset: the segment whose first record has this offset.
+    Segment(i64),
+    /// `%020d.log` whose twenty digits are above `i64::MAX`: no offset can be that large.
+    OutOfRange,
+    /// Anything else.
+    Other,
+}
+
+/// Reads a file name as a segment file name (`%020d.log`).
+pub(crate) fn parse_segment_file_name(name: &str) -> SegmentFileName {
+    let Some(digits) = name.strip_suffix(SEGMENT_SUFFIX) else {
+        return SegmentFileName::Other;
+    };
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+        return SegmentFileName::Other;
     }
-    digits.parse().ok()
+    // Twenty digits are all ASCII digits, so the only failure left is a value above i64::MAX.
+    digits
+        .parse()
+        .map_or(SegmentFileName::OutOfRange, SegmentFileName::Segment)
+}
+
+/// The offset `records` records after `offset`, or `None` when it would pass `i64::MAX`. Every
+/// offset sum goes through here: offsets come from file names and client batches, so an
+/// overflow is an input to refuse, never arithmetic to trust.
+pub(crate) fn offset_after(offset: i64, records: u64) -> Option<i64> {
+    offset.checked_add(i64::try_from(records).ok()?)
 }
 
 /// How far a segment is written: `record_count` records ending at byte `position`.
@@ -129,7 +152,15 @@ impl Segment {
 
     /// Offset the next record appended to this segment would get.
     pub(crate) fn next_offset(&self) -> i64 {
-        self.base_offset + i64::from(self.end().record_count)
+        self.next_offset_at(self.end())
+    }
+
+    /// Offset after the records of `end` (an end of this segment).
+    pub(crate) fn next_offset_at(&self, end: SegmentEnd) -> i64 {
+        // Recovery refuses a segment whose records would pass i64::MAX, and the writer refuses
+        // a batch that would, so every published end has a next offset.
+        offset_after(self.base_offset, u64::from(end.record_count))
+            .expect("recovery and the writer keep a segment's offsets within i64")
     }
 
     /// Makes `end` visible to readers. Writer only, after the bytes and index entries are in place.
@@ -160,9 +191,11 @@ impl Segment {
     /// `[base_offset, base_offset + end.record_count]` (the upper bound gives `end.position`).
     /// Binary search in the sparse index, then a forward walk over length prefixes.
     pub(crate) fn position_of(&self, offset: i64, end: SegmentEnd) -> Result<u32, StorageError> {
-        let relative = offset - self.base_offset;
-        let relative = match u32::try_from(relative) {
-            Ok(r) if r <= end.record_count => r,
+        let relative = offset
+            .checked_sub(self.base_offset)
+            .and_then(|relative| u32::try_from(relative).ok());
+        let relative = match relative {
+            Some(r) if r <= end.record_count => r,
             _ => {
                 return Err(self.corrupt(
                     0,
@@ -269,14 +302,41 @@ mod tests {
         assert_eq!(segment_file_name(4321), "00000000000000004321.log");
         assert_eq!(
             parse_segment_file_name("00000000000000004321.log"),
-            Some(4321)
+            SegmentFileName::Segment(4321)
         );
-        assert_eq!(parse_segment_file_name("4321.log"), None);
+        assert_eq!(parse_segment_file_name("4321.log"), SegmentFileName::Other);
         assert_eq!(
             parse_segment_file_name("00000000000000004321.log.deleted"),
-            None
+            SegmentFileName::Other
         );
-        assert_eq!(parse_segment_file_name("0000000000000000432x.log"), None);
+        assert_eq!(
+            parse_segment_file_name("0000000000000000432x.log"),
+            SegmentFileName::Other
+        );
+    }
+
+    #[test]
+    fn a_segment_name_above_the_largest_offset_is_out_of_range() {
+        assert_eq!(
+            parse_segment_file_name("09223372036854775807.log"),
+            SegmentFileName::Segment(i64::MAX)
+        );
+        assert_eq!(
+            parse_segment_file_name("09223372036854775808.log"),
+            SegmentFileName::OutOfRange
+        );
+        assert_eq!(
+            parse_segment_file_name("99999999999999999999.log"),
+            SegmentFileName::OutOfRange
+        );
+    }
+
+    #[test]
+    fn offset_sums_past_the_largest_offset_are_none() {
+        assert_eq!(offset_after(5, 3), Some(8));
+        assert_eq!(offset_after(i64::MAX - 2, 2), Some(i64::MAX));
+        assert_eq!(offset_after(i64::MAX - 2, 3), None);
+        assert_eq!(offset_after(0, u64::MAX), None);
     }
 
     #[test]
