@@ -6,7 +6,10 @@
 //! mode is started over a fresh data directory and filled with `data_mib` of 1 KiB records
 //! (these writes are not measured); then the partition is read from the start to the end,
 //! `passes` times, by each reader; then the child is stopped and a heap-mode child is started over
-//! the same directory (the data is in the page cache for both) and read the same way.
+//! the same directory (the data is in the page cache for both) and read the same way. That is one
+//! **round**; rounds repeat the pair (zero-copy, heap, zero-copy, heap, …) so that a drift in
+//! the machine's load — it is shared — does not land on one mode only. Each figure is the total
+//! over all rounds; the slowest and fastest round are reported beside it.
 //!
 //! Two readers:
 //! * `raw` — FETCH with the largest `maxBytes` on a connection, counting whole records without
@@ -53,8 +56,10 @@ const PASS_LIMIT: Duration = Duration::from_mins(5);
 pub struct FetchConfig {
     /// MiB of records in the partition.
     pub data_mib: u64,
-    /// Full reads of the partition per reader and mode.
+    /// Full reads of the partition per reader, mode and round.
     pub passes: u32,
+    /// Rounds of (zero-copy, heap).
+    pub rounds: u32,
 }
 
 /// Which reader fetched.
@@ -80,8 +85,12 @@ pub struct FetchRun {
     pub requests: u64,
     /// Seconds spent reading.
     pub seconds: f64,
-    /// MB/s (10^6 bytes) of log bytes received.
+    /// MB/s (10^6 bytes) of log bytes received, over all rounds.
     pub mb_s: f64,
+    /// MB/s of the slowest round.
+    pub mb_s_min: f64,
+    /// MB/s of the fastest round.
+    pub mb_s_max: f64,
     /// CPU seconds of the broker process per GiB sent.
     pub broker_cpu_s_per_gib: f64,
     /// CPU seconds of the client (this process) per GiB received.
@@ -97,38 +106,97 @@ pub struct FetchRatios {
     pub mb_s_over_tcp_mb_s: f64,
 }
 
-/// Runs both modes with both readers. Needs its own child brokers (`--broker` is ignored).
+/// One (mode, reader) measurement of one round.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    bytes: u64,
+    requests: u64,
+    seconds: f64,
+    broker_cpu_s: f64,
+    client_cpu_s: f64,
+}
+
+/// Runs both modes with both readers, `rounds` times. Needs its own child brokers (`--broker`
+/// is ignored).
 pub async fn run(harness: &Harness, config: FetchConfig) -> anyhow::Result<Vec<FetchRun>> {
-    ensure!(config.passes > 0 && config.data_mib > 0, "nothing to read");
+    ensure!(
+        config.passes > 0 && config.data_mib > 0 && config.rounds > 0,
+        "nothing to read"
+    );
     let scratch = tempfile::Builder::new()
         .prefix("booblik-load-fetch-")
         .tempdir_in(&harness.data_parent)
         .context("creating the fetch data directory")?;
-    let mut runs = Vec::new();
-    for (index, mode) in [FetchMode::ZeroCopy, FetchMode::Heap]
-        .into_iter()
-        .enumerate()
-    {
-        let spec = BrokerSpec {
-            fetch_mode: mode,
-            ..BrokerSpec::with_topics(format!("{TOPIC}:1"))
-        };
-        let host = BrokerHost::start_child(&spec, scratch.path()).await?;
-        let outcome = async {
-            if index == 0 {
-                preload(&host, config.data_mib).await?;
+    let modes = [FetchMode::ZeroCopy, FetchMode::Heap];
+    let readers = [Reader::Raw, Reader::Consumer];
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); modes.len() * readers.len()];
+    for round in 0..config.rounds {
+        for (m, mode) in modes.into_iter().enumerate() {
+            let spec = BrokerSpec {
+                fetch_mode: mode,
+                ..BrokerSpec::with_topics(format!("{TOPIC}:1"))
+            };
+            let host = BrokerHost::start_child(&spec, scratch.path()).await?;
+            let outcome = async {
+                if round == 0 && m == 0 {
+                    preload(&host, config.data_mib).await?;
+                }
+                let mut pair = Vec::new();
+                for reader in readers {
+                    pair.push(measure(&host, reader, config.passes).await?);
+                }
+                anyhow::Ok(pair)
             }
-            let mut pair = Vec::new();
-            for reader in [Reader::Raw, Reader::Consumer] {
-                pair.push(measure(&host, mode, reader, config, &harness.baseline).await?);
+            .await;
+            host.stop().await?;
+            for (r, sample) in outcome?.into_iter().enumerate() {
+                samples[m * readers.len() + r].push(sample);
             }
-            anyhow::Ok(pair)
         }
-        .await;
-        host.stop().await?;
-        runs.extend(outcome?);
+    }
+    let mut runs = Vec::new();
+    for (m, mode) in modes.into_iter().enumerate() {
+        for (r, reader) in readers.into_iter().enumerate() {
+            runs.push(summarise(
+                mode,
+                reader,
+                &samples[m * readers.len() + r],
+                &harness.baseline,
+            ));
+        }
     }
     Ok(runs) // `scratch` (the data directory) is removed here
+}
+
+fn summarise(mode: FetchMode, reader: Reader, samples: &[Sample], baseline: &Baseline) -> FetchRun {
+    let total = samples.iter().fold(Sample::default(), |a, s| Sample {
+        bytes: a.bytes + s.bytes,
+        requests: a.requests + s.requests,
+        seconds: a.seconds + s.seconds,
+        broker_cpu_s: a.broker_cpu_s + s.broker_cpu_s,
+        client_cpu_s: a.client_cpu_s + s.client_cpu_s,
+    });
+    let rate = |s: &Sample| s.bytes as f64 / s.seconds / 1e6;
+    let gib = total.bytes as f64 / GIB;
+    let mb_s = rate(&total);
+    FetchRun {
+        mode: match mode {
+            FetchMode::ZeroCopy => "zero-copy",
+            FetchMode::Heap => "heap",
+        },
+        reader,
+        bytes: total.bytes,
+        requests: total.requests,
+        seconds: total.seconds,
+        mb_s,
+        mb_s_min: samples.iter().map(rate).fold(f64::INFINITY, f64::min),
+        mb_s_max: samples.iter().map(rate).fold(0.0, f64::max),
+        broker_cpu_s_per_gib: total.broker_cpu_s / gib,
+        client_cpu_s_per_gib: total.client_cpu_s / gib,
+        vs_baseline: FetchRatios {
+            mb_s_over_tcp_mb_s: mb_s / baseline.tcp_mb_s,
+        },
+    }
 }
 
 /// Fills the partition with `data_mib` of 1 KiB records, `ack = written`.
@@ -164,13 +232,7 @@ async fn preload(host: &BrokerHost, data_mib: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn measure(
-    host: &BrokerHost,
-    mode: FetchMode,
-    reader: Reader,
-    config: FetchConfig,
-    baseline: &Baseline,
-) -> anyhow::Result<FetchRun> {
+async fn measure(host: &BrokerHost, reader: Reader, passes: u32) -> anyhow::Result<Sample> {
     let client = Client::connect(host.addr(), ConnectionConfig::default()).await?;
     let end = client
         .topic(TOPIC)
@@ -184,7 +246,7 @@ async fn measure(
     let started = Instant::now();
     let mut bytes = 0u64;
     let mut requests = 0u64;
-    for _ in 0..config.passes {
+    for _ in 0..passes {
         let pass = async {
             match reader {
                 Reader::Raw => read_raw(&client, end).await,
@@ -198,28 +260,17 @@ async fn measure(
         requests += pass_requests;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let client_cpu = cpu::process_cpu_seconds() - client_before;
-    let broker_cpu = host
+    let client_cpu_s = cpu::process_cpu_seconds() - client_before;
+    let broker_cpu_s = host
         .own_cpu_seconds()
         .context("the child broker's CPU time")?
         - broker_before;
-    let gib = bytes as f64 / GIB;
-    let mb_s = bytes as f64 / seconds / 1e6;
-    Ok(FetchRun {
-        mode: match mode {
-            FetchMode::ZeroCopy => "zero-copy",
-            FetchMode::Heap => "heap",
-        },
-        reader,
+    Ok(Sample {
         bytes,
         requests,
         seconds,
-        mb_s,
-        broker_cpu_s_per_gib: broker_cpu / gib,
-        client_cpu_s_per_gib: client_cpu / gib,
-        vs_baseline: FetchRatios {
-            mb_s_over_tcp_mb_s: mb_s / baseline.tcp_mb_s,
-        },
+        broker_cpu_s,
+        client_cpu_s,
     })
 }
 
@@ -277,13 +328,13 @@ async fn read_with_consumer(client: &Client, end: i64) -> anyhow::Result<(u64, u
 /// The fetch results as a markdown table.
 pub fn markdown(runs: &[&FetchRun], baseline: &Baseline) -> String {
     let mut out = String::from(
-        "| mode | reader | GiB read | requests | MB/s | ÷ TCP baseline | broker CPU s/GiB | client CPU s/GiB |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| mode | reader | GiB read | requests | MB/s | slowest round | fastest round | ÷ TCP baseline | broker CPU s/GiB | client CPU s/GiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for run in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.2} | {} | {:.0} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {:.2} | {} | {:.0} | {:.0} | {:.0} | {:.3} | {:.3} | {:.3} |",
             run.mode,
             match run.reader {
                 Reader::Raw => "raw",
@@ -292,6 +343,8 @@ pub fn markdown(runs: &[&FetchRun], baseline: &Baseline) -> String {
             run.bytes as f64 / GIB,
             run.requests,
             run.mb_s,
+            run.mb_s_min,
+            run.mb_s_max,
             run.vs_baseline.mb_s_over_tcp_mb_s,
             run.broker_cpu_s_per_gib,
             run.client_cpu_s_per_gib,

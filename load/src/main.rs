@@ -323,14 +323,18 @@ impl ProduceArgs {
     }
 }
 
+#[allow(clippy::struct_field_names)] // flags flattened into `all` must not collide
 #[derive(Debug, Clone, Args)]
 struct FetchArgs {
     /// MiB of 1 KiB records to preload and read.
     #[arg(long, default_value_t = 1_024)]
     fetch_mib: u64,
-    /// Full reads per reader and mode.
-    #[arg(long, default_value_t = 2)]
+    /// Full reads per reader, mode and round.
+    #[arg(long, default_value_t = 1)]
     fetch_passes: u32,
+    /// Rounds of (zero-copy, heap), alternating so load drift hits both modes.
+    #[arg(long, default_value_t = 3)]
+    fetch_rounds: u32,
 }
 
 #[allow(clippy::struct_field_names)] // flags flattened into `all` must not collide
@@ -594,14 +598,15 @@ async fn run_fetch(
     progress: &Progress,
 ) -> anyhow::Result<Vec<Run>> {
     progress.start(format!(
-        "fetch {} MiB × {} passes, zero-copy and heap",
-        args.fetch_mib, args.fetch_passes
+        "fetch {} MiB × {} passes × {} rounds, zero-copy and heap",
+        args.fetch_mib, args.fetch_passes, args.fetch_rounds
     ));
     let runs = fetch::run(
         harness,
         fetch::FetchConfig {
             data_mib: args.fetch_mib,
             passes: args.fetch_passes,
+            rounds: args.fetch_rounds,
         },
     )
     .await
