@@ -19,6 +19,11 @@
 #                               else <repo>/target; the static artifacts land under
 #                               <dir>/x86_64-unknown-linux-gnu/release, apart from normal builds)
 #   BOOBLIK_SKIP_CARGO=1        reuse the binaries already built (just restage and rebuild the image)
+#   CARGO_PROFILE_RELEASE_LTO   default false here (rustc's local thin LTO), not the workspace
+#                               profile's cross-crate "thin": linking twelve binaries with
+#                               cross-crate LTO dominated the build time, and the image is a demo
+#                               and a test subject, not where benchmark numbers come from
+#   CARGO_PROFILE_RELEASE_DEBUG default false here: the image strips debug info anyway
 #   BOOBLIK_CARGO_PACKAGES      cargo package selection             (default --workspace; e.g.
 #                               "-p booblik-broker -p booblik-client" for a partial image)
 set -euo pipefail
@@ -45,6 +50,8 @@ if [ "${BOOBLIK_SKIP_CARGO:-0}" != 1 ]; then
   # shellcheck disable=SC2086 # the package selection is meant to split into words
   RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
     CARGO_TARGET_DIR="$target_dir" \
+    CARGO_PROFILE_RELEASE_LTO="${CARGO_PROFILE_RELEASE_LTO:-false}" \
+    CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-false}" \
     cargo build --release --locked ${BOOBLIK_CARGO_PACKAGES:---workspace} --bins --target "$triple" \
     --message-format=json-render-diagnostics \
     | python3 -c '
