@@ -112,6 +112,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        // Colour codes only for people: `docker logs` and log files read plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let mut config = BrokerConfig {
         bind: args.bind,

@@ -61,15 +61,9 @@ impl From<ClaimAckArg> for AckPolicy {
     }
 }
 
-/// Logs to stderr, `info` unless `RUST_LOG` says otherwise.
+/// Logs to stderr, `info` unless `RUST_LOG` says otherwise; colour only on a terminal.
 pub fn init_tracing() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    crate::support::logging::init();
 }
 
 /// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends).
