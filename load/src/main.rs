@@ -161,6 +161,10 @@ struct QueueArgs {
     /// the number of workers for most of the run (collisions depend on that ratio).
     #[arg(long, default_value_t = 100)]
     backlog_tasks_per_worker: usize,
+    /// Backlog runs enqueue at least this many tasks (a few hundred claims give lost-race
+    /// percentages too coarse to compare with a 1 % target).
+    #[arg(long, default_value_t = 1_000)]
+    backlog_min_tasks: usize,
     /// Tasks of a trickle run (its length is tasks ÷ rate).
     #[arg(long, default_value_t = 300)]
     trickle_tasks: usize,
@@ -221,7 +225,9 @@ impl QueueArgs {
     /// Tasks for a run of `workers` workers with `arrival`.
     fn tasks_for(&self, workers: usize, arrival: Arrival) -> usize {
         self.tasks.unwrap_or(match arrival {
-            Arrival::Backlog => self.backlog_tasks_per_worker * workers,
+            Arrival::Backlog => {
+                (self.backlog_tasks_per_worker * workers).max(self.backlog_min_tasks)
+            }
             Arrival::Trickle => self.trickle_tasks,
         })
     }
