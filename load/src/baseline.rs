@@ -122,8 +122,8 @@ async fn round_trip(count: u32, gap: Option<Duration>) -> anyhow::Result<(f64, f
 }
 
 /// One connection, 256 KiB writes, the reader discarding: the ceiling for any byte stream on
-/// this machine, FETCH included.
-async fn throughput(total: u64) -> anyhow::Result<f64> {
+/// this machine, FETCH included. Returns MB/s (10^6 bytes).
+pub async fn throughput(total: u64) -> anyhow::Result<f64> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let sink = tokio::spawn(async move {

@@ -145,13 +145,18 @@ pub fn evaluate(report: &Report) -> Vec<Verdict> {
     out.push(verdict(
         "zero-copy fetch ≥ 70 % of raw loopback TCP throughput",
         zero_copy.map(|f| {
+            // Judged against the TCP figure measured beside the fetch rounds: the same minutes,
+            // the same load. The baseline's figure is shown too.
+            let ratio = f.vs_baseline.mb_s_over_adjacent_tcp_mb_s;
             (
                 format!(
-                    "{:.0} MB/s = {:.0} % of {tcp:.0} MB/s",
+                    "{:.0} MB/s = {:.0} % of the baseline's {tcp:.0} MB/s, {:.0} % of the adjacent {:.0} MB/s",
                     f.mb_s,
-                    100.0 * f.vs_baseline.mb_s_over_tcp_mb_s
+                    100.0 * f.vs_baseline.mb_s_over_tcp_mb_s,
+                    100.0 * f.vs_baseline.mb_s_over_adjacent_tcp_mb_s,
+                    f.adjacent_tcp_mb_s,
                 ),
-                f.vs_baseline.mb_s_over_tcp_mb_s >= 0.7,
+                ratio >= 0.7,
             )
         }),
     ));
