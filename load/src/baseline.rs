@@ -45,6 +45,11 @@ pub struct Baseline {
     pub rtt_us_p50: f64,
     /// 99th percentile of the same.
     pub rtt_us_p99: f64,
+    /// Median of the same round trip with both ends on **one** thread (a current-thread
+    /// runtime): the kernel's loopback path alone, without any cross-thread wake-up. On a VM
+    /// whose vCPUs sleep when idle, the two-thread figure above includes waking the other vCPU
+    /// and can be several times this one; the two together show which regime a run was in.
+    pub rtt_same_thread_us_p50: f64,
     /// Median of the same round trip after an idle pause of [`IDLE_GAP`]: both ends woken from
     /// sleep, as a request arriving at a quiet broker is. On a VM this costs more than a round
     /// trip between busy threads.
@@ -65,6 +70,14 @@ const IDLE_ROUND_TRIPS: u32 = 300;
 /// Measures all three.
 pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     let (rtt_us_p50, rtt_us_p99) = round_trip(config.round_trips, None).await?;
+    let round_trips = config.round_trips;
+    let (rtt_same_thread_us_p50, _) = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(round_trip(round_trips, None))
+    })
+    .await??;
     let (rtt_after_idle_us_p50, _) =
         round_trip(IDLE_ROUND_TRIPS.min(config.round_trips), Some(IDLE_GAP)).await?;
     let tcp_mb_s = throughput(config.tcp_bytes).await?;
@@ -74,6 +87,7 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     Ok(Baseline {
         rtt_us_p50,
         rtt_us_p99,
+        rtt_same_thread_us_p50,
         rtt_after_idle_us_p50,
         tcp_mb_s,
         fsync_us_p50,

@@ -51,12 +51,13 @@ impl Report {
         let b = &self.baseline;
         let mut out = format!(
             "# booblik-load\n\nMachine: {}\n\n## Baseline\n\n\
-             | loopback RTT p50 µs | RTT p99 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs |\n\
-             |---:|---:|---:|---:|---:|---:|\n\
-             | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
+             | loopback RTT p50 µs | RTT p99 µs | RTT one thread p50 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs |\n\
+             |---:|---:|---:|---:|---:|---:|---:|\n\
+             | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
             self.machine.describe(),
             b.rtt_us_p50,
             b.rtt_us_p99,
+            b.rtt_same_thread_us_p50,
             b.rtt_after_idle_us_p50,
             b.tcp_mb_s,
             b.fsync_us_p50,

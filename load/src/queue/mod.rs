@@ -204,6 +204,8 @@ pub struct QueueRatios {
     pub claim_p50_over_rtt_p50: f64,
     /// `claim p99 / loopback RTT p50`.
     pub claim_p99_over_rtt_p50: f64,
+    /// `claim p50 / one-thread loopback RTT p50` (the kernel floor, no wake-ups).
+    pub claim_p50_over_rtt_same_thread_p50: f64,
     /// `claim p50 / fsync p50` (meaningful under `--claim-ack forced`).
     pub claim_p50_over_fsync_p50: f64,
 }
@@ -261,14 +263,14 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
     };
     let mut out = String::from(
         "Claim latency (append issued → verdict known by the worker's follower), µs:\n\n\
-         | workers | pick | arrival | ack | chaos | p50 | p90 | p99 | p99.9 | max | p50 ÷ RTT | p99 ÷ RTT | enqueue → won p50 | enqueue → won p99 |\n\
-         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | workers | pick | arrival | ack | chaos | p50 | p90 | p99 | p99.9 | max | p50 ÷ RTT | p50 ÷ one-thread RTT | p99 ÷ RTT | enqueue → won p50 | enqueue → won p99 |\n\
+         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
         let l = r.claim_latency_us;
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
             name(r),
             l.p50,
             l.p90,
@@ -276,6 +278,7 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
             l.p999,
             l.max,
             r.vs_baseline.claim_p50_over_rtt_p50,
+            r.vs_baseline.claim_p50_over_rtt_same_thread_p50,
             r.vs_baseline.claim_p99_over_rtt_p50,
             r.enqueue_to_claim_us.p50,
             r.enqueue_to_claim_us.p99,
@@ -316,10 +319,10 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
     }
     let _ = writeln!(
         out,
-        "\nLoopback RTT p50 (baseline): {:.1} µs; fsync p50: {:.0} µs. \
+        "\nLoopback RTT p50 (baseline): {:.1} µs (one thread: {:.1} µs); fsync p50: {:.0} µs. \
          Ceiling = workers × 1000 / (work_ms + 2 × claim p50 ms), capped by the arrival rate for a trickle. \
          \"Deep backlog\": claims appended while at least 2 × workers tasks had never been claimed.",
-        baseline.rtt_us_p50, baseline.fsync_us_p50
+        baseline.rtt_us_p50, baseline.rtt_same_thread_us_p50, baseline.fsync_us_p50
     );
     out
 }

@@ -299,6 +299,8 @@ async fn conduct(
         vs_baseline: QueueRatios {
             claim_p50_over_rtt_p50: claim_latency_us.p50 / baseline.rtt_us_p50,
             claim_p99_over_rtt_p50: claim_latency_us.p99 / baseline.rtt_us_p50,
+            claim_p50_over_rtt_same_thread_p50: claim_latency_us.p50
+                / baseline.rtt_same_thread_us_p50,
             claim_p50_over_fsync_p50: claim_latency_us.p50 / baseline.fsync_us_p50,
         },
     };
