@@ -44,7 +44,8 @@ pub struct ProducerConfig {
     /// Bytes of records accepted and not yet delivered. When full, `send` waits: this is the
     /// producer's backpressure. A record larger than the whole buffer takes all of it.
     pub buffer_bytes: usize,
-    /// Records and flushes queued for the producer's task.
+    /// Flush requests queued for the producer's task. Records do not go through this queue:
+    /// `send` appends them to the shared batches directly.
     pub command_queue_depth: usize,
 }
 

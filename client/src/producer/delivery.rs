@@ -1,15 +1,20 @@
-//! [`Delivery`]: the future of one sent record, and the ticket the producer keeps for it.
+//! [`Delivery`]: the future of one sent record, and the outcome the producer keeps per batch.
 //!
-//! A record's outcome is known only when its batch is answered, long after `send` returned. The
-//! ticket travels with the record through the accumulator into its batch; it also holds the
-//! record's share of the producer's buffer, so buffer space is given back exactly when the
-//! record's fate is decided — the producer's backpressure.
+//! A record's outcome is known only when its batch is answered, long after `send` returned, and
+//! every record of a batch learns it at the same moment. So the outcome is kept **per batch**
+//! ([`BatchOutcome`]): one channel, completed once, shared by every record's [`Delivery`]
+//! (`futures`' `Shared`), each of which adds its index in the batch to the batch's base offset.
+//! Sending a record costs a reference-count increment, not a channel; settling a batch of ten
+//! thousand records is one send and one wake-up per *awaited* delivery.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::sync::{OwnedSemaphorePermit, oneshot};
+use futures::FutureExt;
+use futures::future::Shared;
+use tokio::sync::oneshot;
 
 use crate::error::ClientError;
 
@@ -17,20 +22,29 @@ use crate::error::ClientError;
 /// does not say, and the record was written to the socket).
 pub type DeliveryResult = Result<Option<i64>, ClientError>;
 
+/// What a batch resolves to: its base offset, `None` under `ack = NONE`, or the batch's error.
+pub(crate) type BatchResult = Result<Option<i64>, ClientError>;
+
 /// Resolves when the record's batch is answered (or, with `ack = NONE`, written).
 ///
 /// Dropping it does not cancel the record.
-#[derive(Debug)]
 pub struct Delivery {
     partition: i32,
-    outcome: oneshot::Receiver<DeliveryResult>,
+    index: i64,
+    outcome: Shared<oneshot::Receiver<BatchResult>>,
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery")
+            .field("partition", &self.partition)
+            .field("index_in_batch", &self.index)
+            .field("outcome", &self.outcome.peek())
+            .finish()
+    }
 }
 
 impl Delivery {
-    pub(crate) fn new(partition: i32, outcome: oneshot::Receiver<DeliveryResult>) -> Self {
-        Self { partition, outcome }
-    }
-
     /// The partition the record was assigned to.
     pub fn partition(&self) -> i32 {
         self.partition
@@ -41,32 +55,55 @@ impl Future for Delivery {
     type Output = DeliveryResult;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeliveryResult> {
-        Pin::new(&mut self.outcome)
-            .poll(cx)
-            .map(|outcome| outcome.unwrap_or(Err(ClientError::ProducerClosed)))
+        let index = self.index;
+        self.outcome.poll_unpin(cx).map(|outcome| match outcome {
+            Ok(Ok(base_offset)) => Ok(base_offset.map(|base| base + index)),
+            Ok(Err(error)) => Err(error),
+            // The producer's task ended without settling the batch (the runtime shut down).
+            Err(oneshot::error::RecvError { .. }) => Err(ClientError::ProducerClosed),
+        })
     }
 }
 
-/// The producer's side of a [`Delivery`].
+/// The producer's side of one batch: the channel its deliveries wait on, and the buffer space
+/// its records hold until the batch is settled.
 #[derive(Debug)]
-pub(crate) struct Ticket {
-    outcome: oneshot::Sender<DeliveryResult>,
-    _buffer: OwnedSemaphorePermit,
+pub(crate) struct BatchOutcome {
+    sender: oneshot::Sender<BatchResult>,
+    receiver: Shared<oneshot::Receiver<BatchResult>>,
+    buffer_permits: u32,
 }
 
-impl Ticket {
-    pub(crate) fn new(
-        outcome: oneshot::Sender<DeliveryResult>,
-        buffer: OwnedSemaphorePermit,
-    ) -> Self {
+impl Default for BatchOutcome {
+    fn default() -> Self {
+        let (sender, receiver) = oneshot::channel();
         Self {
-            outcome,
-            _buffer: buffer,
+            sender,
+            receiver: receiver.shared(),
+            buffer_permits: 0,
+        }
+    }
+}
+
+impl BatchOutcome {
+    /// Counts a record's buffer permits and hands out its delivery.
+    pub(crate) fn add_record(&mut self, partition: i32, index: usize, permits: u32) -> Delivery {
+        self.buffer_permits += permits;
+        Delivery {
+            partition,
+            index: index as i64,
+            outcome: self.receiver.clone(),
         }
     }
 
-    /// Settles the record and gives its buffer space back.
-    pub(crate) fn settle(self, result: DeliveryResult) {
-        let _ = self.outcome.send(result);
+    /// Buffer permits held by the batch's records.
+    pub(crate) fn buffer_permits(&self) -> u32 {
+        self.buffer_permits
+    }
+
+    /// Settles every delivery of the batch.
+    pub(crate) fn settle(self, result: BatchResult) {
+        // Nobody may be waiting: deliveries are often dropped unawaited.
+        let _ = self.sender.send(result);
     }
 }

@@ -2,10 +2,17 @@
 //!
 //! ```text
 //! send(key, value) ─► partition (FNV-1a or round-robin) ─► buffer permit (waits when full)
-//!                  ─► producer task: per-partition batch ─► ready (size | linger | flush)
+//!                  ─► appended to its partition's open batch (shared accumulator, short mutex)
+//!                  ─► batch ready (size | linger | flush) ─► producer task woken
 //!                  ─► submitted in order on the producer's connection ─► answer
-//!                  ─► each record's Delivery resolves: Some(offset), None (ack NONE), or Err
+//!                  ─► the batch's outcome is set once; each record's Delivery reads
+//!                     Some(base offset + index), None (ack NONE), or Err
 //! ```
+//!
+//! Everything a record costs on its way in is per-record work that cannot be avoided (a buffer
+//! permit, a copy into the batch, a reference to the batch's outcome); everything else — waking
+//! the task, the linger timer, the request, the answer, freeing buffer space — happens once per
+//! batch. That is what lets one `send` loop produce millions of small records per second.
 //!
 //! * Refusals that need no broker reach the caller from `send` itself: an empty record
 //!   ([`ClientError::EmptyRecord`]), a partition the topic does not have
@@ -17,8 +24,8 @@
 //! * Per-key order: records of one partition go into batches in `send` order, and the batches of
 //!   one partition are submitted in order on one connection, which the broker serves in order.
 //!
-//! Submodules: [`config`], `accumulator` (batch rules), `delivery` (per-record futures),
-//! `task` (the background task).
+//! Submodules: [`config`], `accumulator` (batch rules), `delivery` (per-batch outcomes,
+//! per-record futures), `task` (the shared state and the background task).
 
 mod accumulator;
 pub mod config;
@@ -31,15 +38,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use booblik_protocol::{MAX_FRAME_BYTES, REQUEST_HEADER_BYTES, TopicName};
 use bytes::Bytes;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{TryAcquireError, mpsc, oneshot};
+use tokio::time::Instant;
 
 pub use config::{MAX_BATCH_BYTES, ProducerConfig};
 pub use delivery::{Delivery, DeliveryResult};
 
 use crate::client::Client;
 use crate::error::ClientError;
-use crate::producer::delivery::Ticket;
-use crate::producer::task::{Command, ProducerTask};
+use crate::producer::task::{Command, ProducerTask, Shared};
 use crate::topic::Topic;
 
 /// A batching producer for one topic. Cheap to clone; clones share batches and buffer.
@@ -55,7 +62,7 @@ struct Inner {
     topic: Topic,
     config: ProducerConfig,
     commands: mpsc::Sender<Command>,
-    buffer: Arc<Semaphore>,
+    shared: Arc<Shared>,
     closed: AtomicBool,
 }
 
@@ -78,11 +85,18 @@ impl Producer {
         let topic = client.topic(topic).await?;
         let connection = client.open_connection().await?;
         let (commands, queue) = mpsc::channel(config.command_queue_depth);
-        let task = ProducerTask::new(client, topic.name().clone(), connection, &config);
+        let shared = Arc::new(Shared::new(&config));
+        let task = ProducerTask::new(
+            client,
+            topic.name().clone(),
+            connection,
+            Arc::clone(&shared),
+            &config,
+        );
         tokio::spawn(task.run(queue));
         Ok(Self {
             inner: Arc::new(Inner {
-                buffer: Arc::new(Semaphore::new(config.buffer_bytes)),
+                shared,
                 topic,
                 config,
                 commands,
@@ -151,7 +165,7 @@ impl Producer {
     pub async fn close(&self) -> Result<(), ClientError> {
         self.inner.closed.store(true, Ordering::Release);
         let flushed = self.flush().await;
-        self.inner.buffer.close();
+        self.inner.shared.buffer.close();
         flushed
     }
 
@@ -172,21 +186,29 @@ impl Producer {
         }
         // A record larger than the whole buffer takes all of it rather than waiting forever.
         let permits = record_wire_bytes.min(self.inner.config.buffer_bytes) as u32;
-        let buffer = Arc::clone(&self.inner.buffer)
-            .acquire_many_owned(permits)
-            .await
-            .map_err(|_| ClientError::ProducerClosed)?;
-        let (outcome, delivery) = oneshot::channel();
-        self.inner
-            .commands
-            .send(Command::Append {
-                partition,
-                payload,
-                ticket: Ticket::new(outcome, buffer),
-            })
-            .await
-            .map_err(|_| ClientError::ProducerClosed)?;
-        Ok(Delivery::new(partition, delivery))
+        let buffer = &self.inner.shared.buffer;
+        // The permits are given back per batch, when it is settled (`task::settle`), so they
+        // are forgotten here rather than carried by each record. `try_acquire` first: the
+        // common case needs no future and no cooperative-scheduling budget.
+        match buffer.try_acquire_many(permits) {
+            Ok(permit) => permit.forget(),
+            Err(TryAcquireError::NoPermits) => buffer
+                .acquire_many(permits)
+                .await
+                .map_err(|_| ClientError::ProducerClosed)?
+                .forget(),
+            Err(TryAcquireError::Closed) => return Err(ClientError::ProducerClosed),
+        }
+        let appended = self.inner.shared.batches().append(
+            partition,
+            &payload,
+            Instant::now,
+            |batch, index| batch.add_record(partition, index, permits),
+        );
+        if appended.wake_task {
+            self.inner.shared.wake.notify_one();
+        }
+        Ok(appended.attached)
     }
 }
 

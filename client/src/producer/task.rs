@@ -1,33 +1,65 @@
-//! The producer's task: owns the accumulator, the linger timer and the connection.
+//! The producer's task: takes ready batches out of the shared accumulator and submits them.
 //!
-//! One task per producer keeps the rules simple. Records arrive over a bounded channel in
-//! `send` order; the task puts them into per-partition batches and *submits* every ready batch
-//! to the connection itself, one after another, so batches of one partition reach the broker
-//! in the order they were closed (the connection's writer preserves submission order). Only
-//! the waiting for answers is spread over spawned tasks, bounded by `max_in_flight_batches`.
+//! `send` appends to the accumulator itself (under a mutex held for one `memcpy`), so the task
+//! does per-**batch** work only. It sleeps until one of three things happens:
+//! * a `send` closed or opened a batch (it is woken through a [`Notify`], once per batch);
+//! * the earliest linger deadline passed (one pinned [`Sleep`], reset only when that deadline
+//!   changes);
+//! * a flush was asked for, or every producer handle is gone (the command channel).
+//!
+//! It submits every ready batch to the connection itself, one after another, so batches of one
+//! partition reach the broker in the order they were closed (the connection's writer preserves
+//! submission order). Only the waiting for answers is spread over spawned tasks, bounded by
+//! `max_in_flight_batches`.
 
-use std::sync::Arc;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use booblik_protocol::{AckPolicy, ProduceResponse, TopicName};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use booblik_protocol::{AckPolicy, TopicName};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::ClientError;
 use crate::producer::accumulator::{Accumulator, ReadyBatch};
-use crate::producer::delivery::Ticket;
+use crate::producer::delivery::BatchOutcome;
 
-/// What a [`Producer`](crate::Producer) asks of its task.
+/// What the producer handles and its task share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Open and closed batches.
+    batches: Mutex<Accumulator<BatchOutcome>>,
+    /// Woken when a batch closes or opens.
+    pub(crate) wake: Notify,
+    /// Bytes of records accepted and not yet settled (the producer's backpressure).
+    pub(crate) buffer: Semaphore,
+}
+
+impl Shared {
+    pub(crate) fn new(config: &crate::producer::ProducerConfig) -> Self {
+        Self {
+            batches: Mutex::new(Accumulator::new(
+                Duration::from_millis(config.linger_ms),
+                config.max_batch_bytes,
+            )),
+            wake: Notify::new(),
+            buffer: Semaphore::new(config.buffer_bytes),
+        }
+    }
+
+    /// The accumulator. Nothing panics while holding it except on a broken invariant, after
+    /// which the batches are still consistent (an append either happened or did not), so a
+    /// poisoned lock is taken over rather than propagated.
+    pub(crate) fn batches(&self) -> MutexGuard<'_, Accumulator<BatchOutcome>> {
+        self.batches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a [`Producer`](crate::Producer) asks of its task, besides records.
 #[derive(Debug)]
 pub(crate) enum Command {
-    /// Add a record (non-empty, size already checked) to its partition's batch.
-    Append {
-        partition: i32,
-        payload: bytes::Bytes,
-        ticket: Ticket,
-    },
     /// Send every open batch and report when every batch sent so far is settled.
     Flush { done: oneshot::Sender<()> },
 }
@@ -37,7 +69,7 @@ pub(crate) struct ProducerTask {
     topic: TopicName,
     ack: AckPolicy,
     connection: Option<Connection>,
-    accumulator: Accumulator<Ticket>,
+    shared: Arc<Shared>,
     in_flight: Arc<Semaphore>,
     max_in_flight: u32,
 }
@@ -47,6 +79,7 @@ impl ProducerTask {
         client: Client,
         topic: TopicName,
         connection: Connection,
+        shared: Arc<Shared>,
         config: &crate::producer::ProducerConfig,
     ) -> Self {
         Self {
@@ -54,10 +87,7 @@ impl ProducerTask {
             topic,
             ack: config.ack,
             connection: Some(connection),
-            accumulator: Accumulator::new(
-                Duration::from_millis(config.linger_ms),
-                config.max_batch_bytes,
-            ),
+            shared,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight_batches)),
             max_in_flight: config.max_in_flight_batches as u32,
         }
@@ -65,16 +95,31 @@ impl ProducerTask {
 
     /// Runs until every producer handle is gone; then sends what is left and waits for it.
     pub(crate) async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        // Far enough never to fire before it is reset to a real deadline.
+        let mut linger = pin!(tokio::time::sleep(Duration::from_hours(24)));
+        let shared = Arc::clone(&self.shared);
         loop {
-            let deadline = self.accumulator.next_deadline();
+            // Register for a wake-up before looking, so a batch closed right after the look
+            // still wakes us (`Notify` keeps one permit for a `notified` not yet polled).
+            let woken = shared.wake.notified();
+            let (ready, next_deadline) = {
+                let mut batches = shared.batches();
+                (batches.take_ready(Instant::now()), batches.next_deadline())
+            };
+            if !ready.is_empty() {
+                for batch in ready {
+                    self.send(batch).await;
+                }
+                // Sending took time: records kept arriving. Look again before sleeping.
+                continue;
+            }
+            if let Some(deadline) = next_deadline
+                && linger.deadline() != deadline
+            {
+                linger.as_mut().reset(deadline);
+            }
             tokio::select! {
                 command = commands.recv() => match command {
-                    Some(Command::Append { partition, payload, ticket }) => {
-                        let ready = self.accumulator.append(partition, &payload, ticket, Instant::now());
-                        for batch in ready {
-                            self.send(batch).await;
-                        }
-                    }
                     Some(Command::Flush { done }) => {
                         self.flush().await;
                         let _ = done.send(());
@@ -84,17 +129,15 @@ impl ProducerTask {
                         return;
                     }
                 },
-                () = sleep_until(deadline), if deadline.is_some() => {
-                    for batch in self.accumulator.take_expired(Instant::now()) {
-                        self.send(batch).await;
-                    }
-                }
+                () = woken => {}
+                () = &mut linger, if next_deadline.is_some() => {}
             }
         }
     }
 
     async fn flush(&mut self) {
-        for batch in self.accumulator.take_all() {
+        let all = self.shared.batches().take_all();
+        for batch in all {
             self.send(batch).await;
         }
         // Every permit back means every batch sent so far is settled.
@@ -116,7 +159,7 @@ impl ProducerTask {
         Ok(connection)
     }
 
-    async fn send(&mut self, batch: ReadyBatch<Ticket>) {
+    async fn send(&mut self, batch: ReadyBatch<BatchOutcome>) {
         let permit = Arc::clone(&self.in_flight)
             .acquire_owned()
             .await
@@ -124,7 +167,7 @@ impl ProducerTask {
         let ReadyBatch {
             partition,
             records,
-            tickets,
+            state: outcome,
         } = batch;
         let count = records.count();
         let submitted = match self.connection().await {
@@ -135,44 +178,24 @@ impl ProducerTask {
             }
             Err(e) => Err(e),
         };
+        let shared = Arc::clone(&self.shared);
         match submitted {
             Ok(answer) => {
                 tracing::trace!(topic = %self.topic, partition, records = count, "batch submitted");
                 tokio::spawn(async move {
-                    settle(tickets, answer.wait().await);
+                    let result = answer.wait().await;
+                    settle(&shared, outcome, result.map(|r| r.map(|r| r.base_offset)));
                     drop(permit);
                 });
             }
-            Err(error) => settle(tickets, Err(error)),
+            Err(error) => settle(&shared, outcome, Err(error)),
         }
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Gives each record of a batch its outcome: consecutive offsets from the base offset, `None`
-/// under `ack = NONE`, or the batch's error.
-fn settle(tickets: Vec<Ticket>, result: Result<Option<ProduceResponse>, ClientError>) {
-    match result {
-        Ok(Some(response)) => {
-            for (index, ticket) in tickets.into_iter().enumerate() {
-                ticket.settle(Ok(Some(response.base_offset + index as i64)));
-            }
-        }
-        Ok(None) => {
-            for ticket in tickets {
-                ticket.settle(Ok(None));
-            }
-        }
-        Err(error) => {
-            for ticket in tickets {
-                ticket.settle(Err(error.clone()));
-            }
-        }
-    }
+/// Settles every record of a batch and gives its buffer space back.
+fn settle(shared: &Shared, outcome: BatchOutcome, result: Result<Option<i64>, ClientError>) {
+    let permits = outcome.buffer_permits() as usize;
+    outcome.settle(result);
+    shared.buffer.add_permits(permits);
 }
