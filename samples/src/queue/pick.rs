@@ -5,44 +5,57 @@
 //! the number of workers. Picking uniformly at random among the candidates spreads the workers
 //! over the backlog, so collisions become rare while the backlog is much larger than the number
 //! of workers. `First` stays available because the load experiment measures the difference.
+//!
+//! A worker picks before every claim, so a pick must not cost a pass over the backlog: both
+//! strategies ask the index behind [`Candidates`] for one answer (the oldest task, or the task at
+//! one random position) instead of walking the claimable tasks.
 
 use rand::Rng;
-use rand::seq::IteratorRandom;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use crate::queue::state::Candidates;
 
 /// A strategy for choosing one task among the claimable ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Pick {
-    /// The first candidate (with [`QueueState::claimable`](crate::queue::state::QueueState::claimable):
-    /// the oldest submitted). Deterministic; collides when workers share a view.
+    /// The oldest candidate (lowest offset in `tasks`). Deterministic; collides when workers
+    /// share a view.
     First,
-    /// A uniformly random candidate (one pass, no allocation).
+    /// A uniformly random candidate.
     Random,
 }
 
 impl Pick {
     /// Chooses one of `candidates`, or `None` if there are none. `rng` is only used by
-    /// [`Pick::Random`].
+    /// [`Pick::Random`], which draws a position below [`Candidates::len`]: every candidate has
+    /// exactly one position, so each is equally likely.
     ///
     /// ```
     /// use booblik_samples::queue::pick::Pick;
+    /// use booblik_samples::queue::record::Task;
+    /// use booblik_samples::queue::state::{QueueConfig, QueueState};
     /// use uuid::Uuid;
     ///
     /// let ids = [Uuid::from_u128(1), Uuid::from_u128(2)];
+    /// let mut state = QueueState::new(QueueConfig::default());
+    /// for (offset, &task_id) in ids.iter().enumerate() {
+    ///     let task = Task { task_id, payload: vec![], submitted_at_ms: 0 };
+    ///     state.apply_task(offset as i64, &task).unwrap();
+    /// }
+    /// let candidates = state.candidates(0);
     /// let mut rng = rand::rng();
-    /// assert_eq!(Pick::First.choose(ids, &mut rng), Some(ids[0]));
-    /// assert!(Pick::Random.choose(ids, &mut rng).is_some_and(|id| ids.contains(&id)));
+    /// assert_eq!(Pick::First.choose(&candidates, &mut rng), Some(ids[0]));
+    /// assert!(Pick::Random.choose(&candidates, &mut rng).is_some_and(|id| ids.contains(&id)));
     /// ```
-    pub fn choose<I, R>(self, candidates: I, rng: &mut R) -> Option<Uuid>
+    pub fn choose<R>(self, candidates: &Candidates<'_>, rng: &mut R) -> Option<Uuid>
     where
-        I: IntoIterator<Item = Uuid>,
         R: Rng + ?Sized,
     {
-        let mut candidates = candidates.into_iter();
         match self {
-            Self::First => candidates.next(),
-            Self::Random => candidates.choose(rng),
+            Self::First => candidates.oldest(),
+            Self::Random if candidates.is_empty() => None,
+            Self::Random => candidates.at(rng.random_range(0..candidates.len())),
         }
     }
 }
@@ -50,42 +63,98 @@ impl Pick {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::record::{Claim, ClaimsRecord, Task};
+    use crate::queue::state::{QueueConfig, QueueState};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
-    fn ids(count: u128) -> Vec<Uuid> {
-        (0..count).map(Uuid::from_u128).collect()
+    const LEASE_MS: u64 = 1_000;
+
+    fn id(n: i64) -> Uuid {
+        Uuid::from_u128(n.unsigned_abs().into())
+    }
+
+    /// Tasks at offsets `0..count`, of which the ones in `claimed` were claimed at time 0.
+    fn state(count: i64, claimed: &[i64]) -> QueueState {
+        let mut state = QueueState::new(QueueConfig::default());
+        for offset in 0..count {
+            let task = Task {
+                task_id: id(offset),
+                payload: vec![],
+                submitted_at_ms: 0,
+            };
+            state.apply_task(offset, &task).expect("increasing offsets");
+        }
+        for (claims_offset, &task_offset) in (0..).zip(claimed) {
+            let claim = ClaimsRecord::Claim(Claim {
+                task_id: id(task_offset),
+                worker_id: Uuid::from_u128(0xAAAA),
+                claimed_at_ms: 0,
+                lease_ms: LEASE_MS,
+            });
+            state
+                .apply_claims_record(claims_offset, &claim)
+                .expect("increasing offsets");
+        }
+        state
     }
 
     #[test]
-    fn first_picks_the_first_candidate() {
+    fn first_picks_the_oldest_candidate_even_when_its_lease_lapsed() {
+        let state = state(5, &[0, 1]);
         let mut rng = StdRng::seed_from_u64(7);
-        assert_eq!(
-            Pick::First.choose(ids(5), &mut rng),
-            Some(Uuid::from_u128(0))
-        );
+        assert_eq!(state.pick(LEASE_MS - 1, Pick::First, &mut rng), Some(id(2)));
+        assert_eq!(state.pick(LEASE_MS, Pick::First, &mut rng), Some(id(0)));
     }
 
     #[test]
     fn no_candidates_means_no_pick() {
         let mut rng = StdRng::seed_from_u64(7);
-        assert_eq!(Pick::First.choose(ids(0), &mut rng), None);
-        assert_eq!(Pick::Random.choose(ids(0), &mut rng), None);
+        let empty = state(0, &[]);
+        assert_eq!(empty.pick(0, Pick::First, &mut rng), None);
+        assert_eq!(empty.pick(0, Pick::Random, &mut rng), None);
+        let all_leased = state(2, &[0, 1]);
+        assert_eq!(all_leased.pick(0, Pick::First, &mut rng), None);
+        assert_eq!(all_leased.pick(0, Pick::Random, &mut rng), None);
     }
 
     #[test]
-    fn random_reaches_every_candidate_and_only_candidates() {
-        const DRAWS: usize = 2_000;
-        let candidates = ids(8);
+    fn random_picks_free_and_lapsed_candidates_equally_often_and_nothing_else() {
+        const DRAWS: usize = 40_000;
+        // Offsets 0..4 free; 4..8 leased until LEASE_MS, lapsed at it; 8 leased later, live.
+        let mut state = state(8, &[4, 5, 6, 7]);
+        let late = ClaimsRecord::Claim(Claim {
+            task_id: id(8),
+            worker_id: Uuid::from_u128(0xAAAA),
+            claimed_at_ms: LEASE_MS,
+            lease_ms: LEASE_MS,
+        });
+        let task = Task {
+            task_id: id(8),
+            payload: vec![],
+            submitted_at_ms: 0,
+        };
+        state.apply_task(8, &task).expect("increasing offsets");
+        state
+            .apply_claims_record(4, &late)
+            .expect("increasing offsets");
+
         let mut rng = StdRng::seed_from_u64(7);
-        let mut seen = std::collections::HashSet::new();
+        let mut hits = std::collections::HashMap::new();
         for _ in 0..DRAWS {
-            let picked = Pick::Random
-                .choose(candidates.iter().copied(), &mut rng)
+            let picked = state
+                .pick(LEASE_MS, Pick::Random, &mut rng)
                 .expect("there are candidates");
-            assert!(candidates.contains(&picked));
-            seen.insert(picked);
+            *hits.entry(picked).or_insert(0_usize) += 1;
         }
-        assert_eq!(seen.len(), candidates.len());
+        let candidates: Vec<Uuid> = (0..8).map(id).collect();
+        let mut seen: Vec<Uuid> = hits.keys().copied().collect();
+        seen.sort();
+        assert_eq!(seen, candidates);
+        // 5000 expected each; a pick biased between the free and the lapsed part would be off by
+        // far more than this band (and the seed is fixed, so the test is not flaky).
+        for (task_id, count) in hits {
+            assert!((4_500..=5_500).contains(&count), "{task_id}: {count}");
+        }
     }
 }

@@ -28,14 +28,23 @@
 //! different positions in the tasks log would disagree about the same claim. Workers only claim
 //! tasks they have read, so in a healthy system every claimed task exists; the verifier
 //! ([`crate::queue::verify`]), which has both logs in full, reports claims for tasks that never
-//! appear. The tasks log matters only to [`QueueState::claimable`]: a task is offered to a worker
+//! appear. The tasks log matters only to [`QueueState::candidates`]: a task is offered to a worker
 //! only once its record (and payload) has been read.
 //!
 //! # Clocks
 //!
-//! Only [`QueueState::claimable`] takes a clock reading, and it only proposes candidates; the
-//! verdict on the resulting claim is made from the timestamps in the records.
+//! Only [`QueueState::candidates`] (and [`claimable`](QueueState::claimable),
+//! [`pick`](QueueState::pick) and [`next_lapse_after`](QueueState::next_lapse_after), built on
+//! the same index) take a clock reading, and they only propose candidates; the verdict on the
+//! resulting claim is made from the timestamps in the records.
+//!
+//! # Picking without a scan
+//!
+//! Every worker picks a task before every claim. The state keeps its open tasks in an index
+//! (`claimable`, one submodule) so that a pick costs O(log n) — plus the number of leases that
+//! have lapsed without being claimed again, normally few — instead of a pass over every open task.
 
+mod claimable;
 mod config;
 mod counters;
 mod event;
@@ -45,18 +54,22 @@ mod verdict;
 #[cfg(test)]
 mod tests;
 
+pub use claimable::Candidates;
 pub use config::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
 pub use counters::Counters;
 pub use event::{ClaimLostReason, Event, Rejection, TaskEvent};
 pub use task_state::{Lease, Submission, TaskState, TaskStatus};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::queue::pick::Pick;
 use crate::queue::record::{ClaimsRecord, Task};
+use claimable::ClaimableIndex;
 
 /// Which partition an offset belongs to (for error messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,9 +129,9 @@ pub enum ApplyError {
 pub struct QueueState {
     config: QueueConfig,
     tasks: HashMap<Uuid, TaskState>,
-    /// Submitted, unfinished tasks by their offset in `tasks`: the candidates for
-    /// [`claimable`](Self::claimable), oldest first.
-    open_by_offset: BTreeMap<i64, Uuid>,
+    /// Submitted, unfinished tasks, indexed for [`candidates`](Self::candidates). Kept in step
+    /// with `tasks`: every change to a [`TaskState`] goes through [`ClaimableIndex::track`].
+    open: ClaimableIndex,
     counters: Counters,
     last_task_offset: Option<i64>,
     last_claims_offset: Option<i64>,
@@ -130,7 +143,7 @@ impl QueueState {
         Self {
             config,
             tasks: HashMap::new(),
-            open_by_offset: BTreeMap::new(),
+            open: ClaimableIndex::default(),
             counters: Counters::default(),
             last_task_offset: None,
             last_claims_offset: None,
@@ -154,14 +167,14 @@ impl QueueState {
                 first_offset: first.offset,
             }
         } else {
-            state.submission = Some(Submission {
-                offset,
-                submitted_at_ms: task.submitted_at_ms,
-                payload: task.payload.clone(),
+            // A task known from claims already may enter the index leased, or not at all.
+            self.open.track(state, |state| {
+                state.submission = Some(Submission {
+                    offset,
+                    submitted_at_ms: task.submitted_at_ms,
+                    payload: task.payload.clone(),
+                });
             });
-            if !state.is_finished() {
-                self.open_by_offset.insert(offset, task.task_id);
-            }
             TaskEvent::Submitted {
                 task_id: task.task_id,
             }
@@ -182,17 +195,22 @@ impl QueueState {
         check_next_offset(LogName::Claims, self.last_claims_offset, offset)?;
         self.last_claims_offset = Some(offset);
         let task_id = record.task_id();
+        let config = self.config;
         let event = match record {
             ClaimsRecord::Claim(claim) => {
                 let task = self
                     .tasks
                     .entry(task_id)
                     .or_insert_with(|| TaskState::new(task_id));
-                verdict::judge_claim(task, offset, claim, self.config)
+                self.open.track(task, |task| {
+                    verdict::judge_claim(task, offset, claim, config)
+                })
             }
             // No state means nothing was ever claimed for the task: no token can be current.
             ClaimsRecord::Extend(extend) => match self.tasks.get_mut(&task_id) {
-                Some(task) => verdict::judge_extend(task, extend),
+                Some(task) => self
+                    .open
+                    .track(task, |task| verdict::judge_extend(task, extend)),
                 None => Event::ExtendVoid {
                     task_id,
                     token: extend.token,
@@ -200,7 +218,9 @@ impl QueueState {
                 },
             },
             ClaimsRecord::Done(done) => match self.tasks.get_mut(&task_id) {
-                Some(task) => verdict::judge_done(task, offset, done),
+                Some(task) => self
+                    .open
+                    .track(task, |task| verdict::judge_done(task, offset, done)),
                 None => Event::DoneFenced {
                     task_id,
                     token: done.token,
@@ -208,35 +228,38 @@ impl QueueState {
                 },
             },
         };
-        if matches!(
-            event,
-            Event::DoneAccepted { .. } | Event::TaskDeadLettered { .. }
-        ) && let Some(submission) = self
-            .tasks
-            .get(&task_id)
-            .and_then(|task| task.submission.as_ref())
-        {
-            self.open_by_offset.remove(&submission.offset);
-        }
         self.counters.count(&event);
         Ok(event)
     }
 
-    /// Tasks a worker whose clock reads `now_ms` may try to claim, oldest submission first:
-    /// read from `tasks`, not finished, and not under a lease that is live at `now_ms`.
+    /// The tasks a worker whose clock reads `now_ms` may try to claim: read from `tasks`, not
+    /// finished, and not under a lease that is live at `now_ms` — exactly the tasks for which
+    /// [`TaskState::is_claimable_at`] holds.
     ///
-    /// This is the one place a clock enters, and it only proposes candidates: whether a claim
-    /// wins is decided by the claim's own timestamp, in log order. Costs O(unfinished tasks) to
-    /// drain; [`crate::queue::pick::Pick`] chooses among the candidates.
+    /// This is where a clock enters, and it only proposes candidates: whether a claim wins is
+    /// decided by the claim's own timestamp, in log order. Served from an index: costs O(log n)
+    /// plus the number of leases that have lapsed by `now_ms` (without a new claim since).
+    pub fn candidates(&self, now_ms: u64) -> Candidates<'_> {
+        self.open.candidates(now_ms)
+    }
+
+    /// Chooses a task claimable at `now_ms` the way `pick` says; `rng` is only used by
+    /// [`Pick::Random`]. Costs what [`candidates`](Self::candidates) costs, not a pass over the
+    /// open tasks.
+    pub fn pick<R: Rng + ?Sized>(&self, now_ms: u64, pick: Pick, rng: &mut R) -> Option<Uuid> {
+        pick.choose(&self.candidates(now_ms), rng)
+    }
+
+    /// The [`candidates`](Self::candidates) at `now_ms`, oldest submission first. Meant for
+    /// tests and reports: draining it costs O(claimable tasks).
     pub fn claimable(&self, now_ms: u64) -> impl Iterator<Item = Uuid> + '_ {
-        self.open_by_offset
-            .values()
-            .copied()
-            .filter(move |task_id| {
-                self.tasks
-                    .get(task_id)
-                    .is_some_and(|task| task.is_claimable_at(now_ms))
-            })
+        self.candidates(now_ms).oldest_first()
+    }
+
+    /// The earliest moment after `now_ms` at which a current lease on a submitted, unfinished
+    /// task lapses: when such a task becomes claimable without any new record. O(log n).
+    pub fn next_lapse_after(&self, now_ms: u64) -> Option<u64> {
+        self.open.next_lapse_after(now_ms)
     }
 
     /// Everything known about a task, from either log.
@@ -257,7 +280,7 @@ impl QueueState {
 
     /// Tasks read from `tasks` that are neither done nor dead-lettered (leased or not).
     pub fn unfinished_count(&self) -> usize {
-        self.open_by_offset.len()
+        self.open.open_count()
     }
 
     /// Running totals of all verdicts.

@@ -2,7 +2,7 @@
 //!
 //! Timestamps in claims, extends and dones are written from this clock; no reader ever judges a
 //! record by its own clock (see "Clocks" in `docs/task-queue.md`). A worker consults it only to
-//! propose candidates ([`QueueState::claimable`](crate::queue::state::QueueState::claimable)) and
+//! propose candidates ([`QueueState::pick`](crate::queue::state::QueueState::pick)) and
 //! to stamp what it writes.
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -274,7 +274,8 @@ impl LiveView {
         }
     }
 
-    /// Chooses a task that is claimable at `now_ms`, if there is one.
+    /// Chooses a task that is claimable at `now_ms`, if there is one. Cheap (an index lookup, see
+    /// [`QueueState::pick`]): the followers wait while the lock is held.
     pub(crate) fn pick<R: Rng + ?Sized>(
         &self,
         now_ms: u64,
@@ -282,7 +283,7 @@ impl LiveView {
         rng: &mut R,
     ) -> Option<Candidate> {
         let inner = self.lock();
-        let task_id = pick.choose(inner.state.claimable(now_ms), rng)?;
+        let task_id = inner.state.pick(now_ms, pick, rng)?;
         let payload = inner
             .state
             .task(task_id)
@@ -294,15 +295,7 @@ impl LiveView {
     /// The earliest moment after `now_ms` at which a current lease on a submitted, unfinished
     /// task lapses: when such a task becomes claimable without any new record.
     pub(crate) fn next_lapse_after(&self, now_ms: u64) -> Option<u64> {
-        let inner = self.lock();
-        inner
-            .state
-            .tasks()
-            .filter(|task| task.submission.is_some())
-            .filter_map(|task| task.lease())
-            .map(|lease| lease.expires_at_ms)
-            .filter(|&expires_at_ms| expires_at_ms > now_ms)
-            .min()
+        self.lock().state.next_lapse_after(now_ms)
     }
 }
 
