@@ -48,7 +48,8 @@ const REQUEST_LIMIT: Duration = Duration::from_secs(10);
 /// One kind of request, timed.
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestKind {
-    /// `metadata`, `fetch`, `produce`, `produce_after_idle` or `produce_to_long_poll`.
+    /// `metadata`, `fetch`, `produce`, `metadata_after_idle`, `produce_after_idle` or
+    /// `produce_to_long_poll`.
     pub request: &'static str,
     /// Requests timed.
     pub count: u64,
@@ -107,6 +108,18 @@ async fn measure(host: &BrokerHost, baseline: &Baseline) -> anyhow::Result<Reque
             produce.record(started.elapsed());
         }
         end = answer.log_end_offset;
+    }
+
+    // The same pause before a request that never reaches a writer thread: the difference to
+    // `produce_after_idle` is what the hop to the partition's writer costs on a quiet machine.
+    let mut metadata_after_idle = LatencyRecorder::new();
+    for i in 0..LONG_POLL_REQUESTS + LONG_POLL_REQUESTS / 10 {
+        tokio::time::sleep(LONG_POLL_PARK).await;
+        let started = Instant::now();
+        connection.metadata(std::slice::from_ref(&topic)).await?;
+        if i >= LONG_POLL_REQUESTS / 10 {
+            metadata_after_idle.record(started.elapsed());
+        }
     }
 
     let mut produce_after_idle = LatencyRecorder::new();
@@ -195,6 +208,7 @@ async fn measure(host: &BrokerHost, baseline: &Baseline) -> anyhow::Result<Reque
             kind("metadata", &metadata),
             kind("fetch", &fetch),
             kind("produce", &produce),
+            kind("metadata_after_idle", &metadata_after_idle),
             kind("produce_after_idle", &produce_after_idle),
             kind("produce_to_long_poll", &to_long_poll),
         ],
