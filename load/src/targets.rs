@@ -57,11 +57,14 @@ pub fn evaluate(report: &Report) -> Vec<Verdict> {
         three.map(|r| {
             (
                 format!(
-                    "{:.0} µs = {:.1} × RTT ({rtt:.1} µs); {:.1} × the one-thread RTT ({:.1} µs)",
+                    "{:.0} µs = {:.1} × RTT ({rtt:.1} µs); {:.1} × the one-thread RTT ({:.1} µs); \
+                     {:.1} × the RTT after 2 ms idle ({:.1} µs)",
                     r.claim_latency_us.p50,
                     r.vs_baseline.claim_p50_over_rtt_p50,
                     r.vs_baseline.claim_p50_over_rtt_same_thread_p50,
                     report.baseline.rtt_same_thread_us_p50,
+                    r.claim_latency_us.p50 / report.baseline.rtt_after_idle_us_p50,
+                    report.baseline.rtt_after_idle_us_p50,
                 ),
                 r.claim_latency_us.p50 <= 4.0 * rtt,
             )
