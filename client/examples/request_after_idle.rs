@@ -6,12 +6,14 @@
 //! share from the client's: the same request, against the same running broker, sent
 //!
 //! * `blocking` — from a plain blocking `std::net::TcpStream` (one thread, no runtime);
+//! * `tokio-current`, `tokio-multi:N` — from a `tokio::net::TcpStream` written and read by the
+//!   measuring task itself (no client, no other task): what the runtime alone adds;
 //! * `current` — through `booblik_client::Connection` on a current-thread runtime;
 //! * `multi:N` — through `booblik_client::Connection` on a multi-thread runtime of N workers.
 //!
 //! ```sh
 //! cargo run --release -p booblik-broker -- --bind 127.0.0.1:19092 --data-dir /tmp/probe --topics probe:1 &
-//! cargo run --release -p booblik-client --example request_after_idle -- 127.0.0.1:19092 blocking current multi:2
+//! cargo run --release -p booblik-client --example request_after_idle -- 127.0.0.1:19092 blocking tokio-current tokio-multi:2 current multi:2
 //! ```
 //!
 //! For each stack: 600 requests back to back, then 600 each after a 2 ms sleep; the first 100 of
@@ -39,13 +41,26 @@ fn main() -> anyhow::Result<()> {
         for pause in [false, true] {
             let latencies_us = match stack.as_str() {
                 "blocking" => blocking(&addr, pause)?,
+                "tokio-current" => tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(spawned_socket(&addr, pause))?,
+                other if other.starts_with("tokio-multi:") => {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(other["tokio-multi:".len()..].parse()?)
+                        .enable_all()
+                        .build()?
+                        .block_on(spawned_socket(&addr, pause))?
+                }
                 "current" => tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?
                     .block_on(spawned(&addr, pause))?,
                 other => {
                     let Some(workers) = other.strip_prefix("multi:") else {
-                        bail!("unknown stack {other:?}: blocking, current or multi:N");
+                        bail!(
+                            "unknown stack {other:?}: blocking, tokio-current, tokio-multi:N, current or multi:N"
+                        );
                     };
                     tokio::runtime::Builder::new_multi_thread()
                         .worker_threads(workers.parse()?)
@@ -74,21 +89,13 @@ fn median(mut latencies_us: Vec<u128>) -> u128 {
 fn blocking(addr: &str, pause: bool) -> anyhow::Result<Vec<u128>> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
-    let mut frame = Vec::new();
     let mut answer = vec![0u8; 64 * 1024];
     let mut latencies_us = Vec::with_capacity(REQUESTS);
     for i in 0..REQUESTS {
         if pause {
             std::thread::sleep(PAUSE);
         }
-        frame.clear();
-        Request {
-            correlation_id: i32::try_from(i)?,
-            body: RequestBody::Metadata(MetadataRequest {
-                topics: vec![TopicName::new(TOPIC)?],
-            }),
-        }
-        .encode(&mut frame);
+        let frame = metadata_frame(i)?;
         let started = Instant::now();
         stream.write_all(&frame)?;
         let mut len = [0u8; 4];
@@ -100,6 +107,48 @@ fn blocking(addr: &str, pause: bool) -> anyhow::Result<Vec<u128>> {
         }
     }
     Ok(latencies_us)
+}
+
+/// Runs [`async_socket`] as a spawned task.
+async fn spawned_socket(addr: &str, pause: bool) -> anyhow::Result<Vec<u128>> {
+    let addr = addr.to_owned();
+    tokio::spawn(async move { async_socket(&addr, pause).await }).await?
+}
+
+/// The request from a tokio socket the measuring task writes and reads itself.
+async fn async_socket(addr: &str, pause: bool) -> anyhow::Result<Vec<u128>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut answer = vec![0u8; 64 * 1024];
+    let mut latencies_us = Vec::with_capacity(REQUESTS);
+    for i in 0..REQUESTS {
+        if pause {
+            tokio::time::sleep(PAUSE).await;
+        }
+        let frame = metadata_frame(i)?;
+        let started = Instant::now();
+        stream.write_all(&frame).await?;
+        let len = usize::try_from(stream.read_i32().await?)?;
+        stream.read_exact(&mut answer[..len]).await?;
+        if i >= WARM_UP {
+            latencies_us.push(started.elapsed().as_micros());
+        }
+    }
+    Ok(latencies_us)
+}
+
+/// A METADATA request for [`TOPIC`], length prefix included.
+fn metadata_frame(correlation: usize) -> anyhow::Result<Vec<u8>> {
+    let mut frame = Vec::new();
+    Request {
+        correlation_id: i32::try_from(correlation)?,
+        body: RequestBody::Metadata(MetadataRequest {
+            topics: vec![TopicName::new(TOPIC)?],
+        }),
+    }
+    .encode(&mut frame);
+    Ok(frame)
 }
 
 /// Runs [`through_client`] as a spawned task, as a worker's code runs: the future given to
