@@ -6,7 +6,6 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::state::QueueConfig;
 use booblik_samples::queue::verify::{Report, VerifyConfig, verify};
 use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
 use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
@@ -21,15 +20,7 @@ const SURVIVOR_WORK_MS: u64 = 50;
 
 async fn verify_now(client: &booblik_client::Client) -> (Report, Vec<(i64, ClaimsRecord)>) {
     let (tasks, claims) = read_logs(client, "tasks", "claims").await.unwrap();
-    let report = verify(
-        &tasks,
-        &claims,
-        &VerifyConfig {
-            queue: QueueConfig::default(),
-            as_of_ms: wall_clock_ms(),
-            lost_after_ms: 0,
-        },
-    );
+    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     (report, claims)
 }
 

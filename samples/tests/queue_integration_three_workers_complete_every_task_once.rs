@@ -4,7 +4,6 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::pick::Pick;
-use booblik_samples::queue::state::QueueConfig;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{
     Worker, WorkerConfig, WorkerStats, read_logs, submit_task, wall_clock_ms,
@@ -74,15 +73,7 @@ async fn every_task_is_completed_once_and_lost_races_are_counted() {
     let sum = totals(&stats);
 
     let (tasks, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
-    let report = verify(
-        &tasks,
-        &claims,
-        &VerifyConfig {
-            queue: QueueConfig::default(),
-            as_of_ms: wall_clock_ms(),
-            lost_after_ms: 0,
-        },
-    );
+    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     assert!(report.is_clean(), "{:#?}", report.violations);
     let summary = &report.summary;
     assert_eq!(summary.tasks, TASKS);

@@ -3,7 +3,6 @@
 
 mod queue_worker_support;
 
-use booblik_samples::queue::state::QueueConfig;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
 use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
@@ -56,15 +55,7 @@ async fn a_long_task_is_held_by_extends_and_never_granted_twice() {
     assert_eq!(stats.iter().map(|s| s.wins).sum::<u64>(), 1, "{stats:?}");
 
     let (tasks, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
-    let report = verify(
-        &tasks,
-        &claims,
-        &VerifyConfig {
-            queue: QueueConfig::default(),
-            as_of_ms: wall_clock_ms(),
-            lost_after_ms: 0,
-        },
-    );
+    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     assert!(report.is_clean(), "{:#?}", report.violations);
     assert_eq!(report.summary.completed, 1);
     assert_eq!(report.summary.wins, 1);

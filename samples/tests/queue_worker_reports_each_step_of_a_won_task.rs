@@ -5,7 +5,6 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::state::QueueConfig;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{
     Worker, WorkerEvent, read_logs, result_of, submit_task, wall_clock_ms,
@@ -98,15 +97,7 @@ async fn a_won_task_goes_claim_verdict_work_done_under_the_claim_offset_as_token
             "result at offset {offset}"
         );
     }
-    let report = verify(
-        &tasks,
-        &claims,
-        &VerifyConfig {
-            queue: QueueConfig::default(),
-            as_of_ms: wall_clock_ms(),
-            lost_after_ms: 0,
-        },
-    );
+    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     assert!(report.is_clean(), "{:#?}", report.violations);
     assert_eq!(report.summary.completed, TASKS as u64);
 }

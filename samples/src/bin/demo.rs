@@ -42,7 +42,6 @@ use booblik_samples::events::projection::http::{routes, stats_json};
 use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run_projection};
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::events::replay::{ReplayConfig, replay};
-use booblik_samples::queue::state::QueueConfig;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs, submit_task, wall_clock_ms};
 use booblik_samples::support::shutdown::Shutdown;
@@ -553,15 +552,7 @@ fn worker_status(worker: &Worker) -> String {
 /// `queue-verify` in-process: both logs replayed, every invariant checked.
 async fn queue_verified(client: &Client) -> anyhow::Result<Check> {
     let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
-    let report = verify(
-        &tasks,
-        &claims,
-        &VerifyConfig {
-            queue: QueueConfig::default(),
-            as_of_ms: wall_clock_ms(),
-            lost_after_ms: 0,
-        },
-    );
+    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     let s = &report.summary;
     Ok(Check {
         passed: report.is_clean(),

@@ -28,7 +28,7 @@ use booblik_offset_store::{FileOffsetStore, OffsetStore};
 use booblik_samples::events::follow::{FollowConfig, FollowState, run_follow};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
-use booblik_samples::support::{logging, retry, stats_http};
+use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 use serde_json::json;
 
@@ -68,9 +68,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot open offsets in {}", cli.offsets_dir.display()))?,
     );
-    let client = retry::connect(&cli.common.broker, &shutdown)
-        .await
-        .with_context(|| format!("cannot connect to the broker at {}", cli.common.broker))?;
+    let client = cli.common.connect(&shutdown).await?;
 
     let state = FollowState::new();
     let snapshot: stats_http::Snapshot = {

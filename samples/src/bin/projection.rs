@@ -14,7 +14,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use booblik_client::ConsumerConfig;
 use booblik_samples::events::projection::http::{routes, stats_json};
 use booblik_samples::events::projection::{
@@ -22,7 +21,7 @@ use booblik_samples::events::projection::{
 };
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
-use booblik_samples::support::{logging, retry, stats_http};
+use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -44,9 +43,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = retry::connect(&cli.common.broker, &shutdown)
-        .await
-        .with_context(|| format!("cannot connect to the broker at {}", cli.common.broker))?;
+    let client = cli.common.connect(&shutdown).await?;
 
     let state = ProjectionState::new();
     let snapshot: stats_http::Snapshot = {

@@ -13,12 +13,11 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use booblik_client::AckPolicy;
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
-use booblik_samples::support::{logging, retry, stats_http};
+use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -49,9 +48,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = retry::connect(&cli.common.broker, &shutdown)
-        .await
-        .with_context(|| format!("cannot connect to the broker at {}", cli.common.broker))?;
+    let client = cli.common.connect(&shutdown).await?;
 
     let stats = PublisherStats::new();
     let snapshot: stats_http::Snapshot = {

@@ -13,10 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use booblik_client::{AckPolicy, Client};
-use booblik_samples::queue::worker::cli::{ClaimAckArg, QueueArgs, init_tracing};
-use booblik_samples::queue::worker::{
-    MAX_CONNECT_WAIT_MS, connect_with_retry, submit_task_with_ack,
-};
+use booblik_samples::queue::worker::cli::{ClaimAckArg, QueueArgs};
+use booblik_samples::queue::worker::{MAX_CONNECT_WAIT_MS, submit_task_with_ack};
+use booblik_samples::support::cli::connect;
+use booblik_samples::support::logging;
+use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::stats_http::{Snapshot, serve};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
@@ -59,9 +60,10 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_tracing();
+    logging::init();
     let cli = Cli::parse();
-    let client = connect_with_retry(&cli.queue.broker, cli.connect_wait_ms).await?;
+    let shutdown = Shutdown::new().trigger_on_signals();
+    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
     let submitted = Arc::new(AtomicU64::new(0));
     if let Some(bind) = cli.queue.stats_bind {
         let submitted = Arc::clone(&submitted);

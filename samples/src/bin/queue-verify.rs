@@ -13,10 +13,13 @@ use std::process::ExitCode;
 
 use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
 use booblik_samples::queue::verify::{VerifyConfig, verify_encoded};
-use booblik_samples::queue::worker::cli::{QueueArgs, init_tracing};
+use booblik_samples::queue::worker::cli::QueueArgs;
 use booblik_samples::queue::worker::{
-    DEFAULT_LEASE_MS, MAX_CONNECT_WAIT_MS, connect_with_retry, read_raw_logs, wall_clock_ms,
+    DEFAULT_LEASE_MS, MAX_CONNECT_WAIT_MS, read_raw_logs, wall_clock_ms,
 };
+use booblik_samples::support::cli::connect;
+use booblik_samples::support::logging;
+use booblik_samples::support::shutdown::Shutdown;
 use clap::Parser;
 use serde_json::json;
 
@@ -44,12 +47,13 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
-    init_tracing();
+    logging::init();
     let cli = Cli::parse();
     if cli.queue.stats_bind.is_some() {
         tracing::info!("--stats-bind is ignored: queue-verify runs once and exits");
     }
-    let client = connect_with_retry(&cli.queue.broker, cli.connect_wait_ms).await?;
+    let shutdown = Shutdown::new().trigger_on_signals();
+    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
     let (tasks, claims) =
         read_raw_logs(&client, &cli.queue.tasks_topic, &cli.queue.claims_topic).await?;
     let config = VerifyConfig {

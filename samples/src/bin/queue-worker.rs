@@ -16,13 +16,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
-use booblik_samples::queue::worker::cli::{
-    ClaimAckArg, PickArg, QueueArgs, init_tracing, shutdown_signal,
-};
+use booblik_samples::queue::worker::cli::{ClaimAckArg, PickArg, QueueArgs};
 use booblik_samples::queue::worker::{
     DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, MAX_CONNECT_WAIT_MS, Worker,
-    WorkerConfig, connect_with_retry,
+    WorkerConfig,
 };
+use booblik_samples::support::cli::connect;
+use booblik_samples::support::logging;
+use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::stats_http::{Snapshot, log_periodically, serve};
 use clap::Parser;
 use serde_json::{Value, json};
@@ -68,8 +69,9 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_tracing();
+    logging::init();
     let cli = Cli::parse();
+    let shutdown = Shutdown::new().trigger_on_signals();
     let config = WorkerConfig {
         worker_id: cli.worker_id.unwrap_or_else(Uuid::new_v4),
         tasks_topic: cli.queue.tasks_topic.clone(),
@@ -85,7 +87,7 @@ async fn main() -> anyhow::Result<()> {
         follow_max_wait_ms: cli.follow_max_wait_ms,
     };
     config.validate()?;
-    let client = connect_with_retry(&cli.queue.broker, cli.connect_wait_ms).await?;
+    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
     let worker = Arc::new(
         Worker::start(client, config)
             .await
@@ -105,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
         snapshot,
     );
 
-    let stats = worker.run(shutdown_signal()).await?;
+    let stats = worker.run(shutdown.triggered()).await?;
     println!("{}", serde_json::to_string(&stats)?);
     Ok(())
 }

@@ -13,12 +13,11 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::Context;
 use booblik_client::ConsumerConfig;
 use booblik_samples::events::replay::{ReplayConfig, replay};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
-use booblik_samples::support::{logging, retry, stats_http};
+use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 use serde_json::{Value, json};
 
@@ -41,9 +40,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = retry::connect(&cli.common.broker, &shutdown)
-        .await
-        .with_context(|| format!("cannot connect to the broker at {}", cli.common.broker))?;
+    let client = cli.common.connect(&shutdown).await?;
 
     let status = Arc::new(Mutex::new(json!({ "phase": "replaying" })));
     if let Some(bind) = cli.common.stats_bind.as_deref() {

@@ -2,7 +2,12 @@
 //! the same way everywhere: `--broker`, `--stats-bind`, `--topic`, and their `BOOBLIK_*`
 //! variables.
 
+use anyhow::Context;
+use booblik_client::Client;
 use clap::Args;
+
+use crate::support::retry::{self, CONNECT_PATIENCE_MS};
+use crate::support::shutdown::Shutdown;
 
 /// The broker address used when neither `--broker` nor `BOOBLIK_BROKER` is given.
 pub const DEFAULT_BROKER: &str = "127.0.0.1:9092";
@@ -24,4 +29,25 @@ pub struct CommonArgs {
     /// The events topic.
     #[arg(long, default_value = DEFAULT_TOPIC)]
     pub topic: String,
+}
+
+impl CommonArgs {
+    /// Connects to `--broker`, waiting up to [`CONNECT_PATIENCE_MS`] for it to come up.
+    pub async fn connect(&self, shutdown: &Shutdown) -> anyhow::Result<Client> {
+        connect(&self.broker, CONNECT_PATIENCE_MS, shutdown).await
+    }
+}
+
+/// Connects to `broker`, waiting up to `patience_ms` for it to come up ([`retry::connect`]), and
+/// names the broker in the error: what every sample binary does first.
+pub async fn connect(
+    broker: &str,
+    patience_ms: u64,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Client> {
+    retry::connect(broker, patience_ms, shutdown)
+        .await
+        .with_context(|| {
+            format!("cannot connect to the broker at {broker} within {patience_ms} ms")
+        })
 }

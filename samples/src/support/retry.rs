@@ -21,7 +21,8 @@ use crate::support::shutdown::Shutdown;
 /// Wait between two attempts after a transient failure.
 pub const RETRY_BACKOFF_MS: u64 = 500;
 
-/// How long [`connect`] keeps trying a broker that is not reachable yet.
+/// How long the event samples keep trying a broker that is not reachable yet
+/// ([`CommonArgs::connect`](crate::support::cli::CommonArgs::connect)).
 pub const CONNECT_PATIENCE_MS: u64 = 30_000;
 
 /// True for failures that a later attempt on a new connection may not repeat.
@@ -41,10 +42,15 @@ pub async fn backoff(shutdown: &Shutdown) -> bool {
     }
 }
 
-/// Connects to `addr`, retrying transient failures for up to [`CONNECT_PATIENCE_MS`]: a sample
-/// started together with its broker (docker compose, the demo) may be up first.
-pub async fn connect(addr: &str, shutdown: &Shutdown) -> Result<Client, ClientError> {
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
+/// Connects to `addr`, retrying transient failures for up to `patience_ms`: a sample started
+/// together with its broker (docker compose, the demo) may be up first. Gives up at once when
+/// `shutdown` is triggered.
+pub async fn connect(
+    addr: &str,
+    patience_ms: u64,
+    shutdown: &Shutdown,
+) -> Result<Client, ClientError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(patience_ms);
     loop {
         match Client::connect(addr, ConnectionConfig::default()).await {
             Ok(client) => return Ok(client),

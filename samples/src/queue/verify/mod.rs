@@ -52,6 +52,18 @@ pub struct VerifyConfig {
     pub lost_after_ms: u64,
 }
 
+impl VerifyConfig {
+    /// For a run that has drained, judged at `as_of_ms`: the default verdict parameters, and
+    /// every unfinished task not under a live lease counts as lost at once.
+    pub fn drained_at(as_of_ms: u64) -> Self {
+        Self {
+            queue: QueueConfig::default(),
+            as_of_ms,
+            lost_after_ms: 0,
+        }
+    }
+}
+
 /// The verdict on one claims record, as the state machine (or a forger) reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceStep {

@@ -8,6 +8,10 @@ use clap::{Args, ValueEnum};
 
 use crate::queue::pick::Pick;
 
+/// Default `--connect-wait-ms`: how long a queue binary keeps trying to reach the broker at
+/// start (containers start in any order).
+pub const MAX_CONNECT_WAIT_MS: u64 = 60_000;
+
 /// Flags every queue binary takes.
 #[derive(Debug, Clone, Args)]
 pub struct QueueArgs {
@@ -58,38 +62,5 @@ impl From<ClaimAckArg> for AckPolicy {
             ClaimAckArg::Forced => AckPolicy::Forced,
             ClaimAckArg::Written => AckPolicy::Written,
         }
-    }
-}
-
-/// Logs to stderr, `info` unless `RUST_LOG` says otherwise; colour only on a terminal.
-pub fn init_tracing() {
-    crate::support::logging::init();
-}
-
-/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends).
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: stopping"),
-        () = terminate => tracing::info!("SIGTERM: stopping"),
     }
 }

@@ -39,14 +39,13 @@
 //! | `event.rs`, `stats.rs` | [`WorkerEvent`]s and [`WorkerStats`] for observers |
 //! | `sink.rs` | [`ResultSink`]: a fencing sink for effects |
 //! | `submit.rs`, `logs.rs` | enqueueing a task; reading both logs for the verifier |
-//! | `connect.rs`, `cli.rs` | plumbing for the `queue-*` binaries |
+//! | `cli.rs` | plumbing for the `queue-*` binaries |
 
 mod appender;
 mod claim;
 pub mod cli;
 mod clock;
 mod config;
-mod connect;
 mod event;
 mod follower;
 mod lease;
@@ -57,12 +56,12 @@ mod submit;
 mod view;
 mod work;
 
+pub use cli::MAX_CONNECT_WAIT_MS;
 pub use clock::wall_clock_ms;
 pub use config::{
     DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, EXTENDS_PER_LEASE,
     MAX_FOLLOW_MAX_WAIT_MS, WorkerConfig, WorkerConfigError,
 };
-pub use connect::{MAX_CONNECT_WAIT_MS, connect_with_retry};
 pub use event::WorkerEvent;
 pub use follower::{FOLLOW_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_FOLLOW_FAILURES};
 pub use lease::MAX_DONE_ATTEMPTS;
