@@ -96,15 +96,11 @@ pub async fn run(harness: &Harness, config: E2eConfig) -> anyhow::Result<E2eRun>
     );
     ensure!(config.rate_per_s > 0, "the rate must be positive");
     let spec = BrokerSpec::with_topics(format!("{TOPIC}:1"));
-    let host = BrokerHost::fresh_or_external(
-        harness.external_broker.as_deref(),
-        &spec,
-        &harness.data_parent,
-    )
-    .await?;
-    let result = measure(&host, config, &harness.baseline).await;
-    host.stop().await?;
-    result
+    harness
+        .with_broker(&spec, async |host| {
+            measure(host, config, &harness.baseline).await
+        })
+        .await
 }
 
 async fn measure(

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::baseline::Baseline;
+use crate::broker_host::{BrokerHost, BrokerSpec};
 
 /// Shared state of one invocation.
 #[derive(Debug, Clone)]
@@ -14,4 +15,21 @@ pub struct Harness {
     pub data_parent: PathBuf,
     /// `host:port` of a broker to use instead of starting one (`--broker`).
     pub external_broker: Option<String>,
+}
+
+impl Harness {
+    /// Runs `workload` against a fresh broker serving `spec` (or `--broker`), then stops the
+    /// broker — also when the workload failed, so a failed run leaves no broker behind.
+    pub async fn with_broker<T>(
+        &self,
+        spec: &BrokerSpec,
+        workload: impl AsyncFnOnce(&BrokerHost) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let host =
+            BrokerHost::fresh_or_external(self.external_broker.as_deref(), spec, &self.data_parent)
+                .await?;
+        let result = workload(&host).await;
+        host.stop().await?;
+        result
+    }
 }

@@ -117,15 +117,11 @@ pub async fn run(harness: &Harness, config: ProduceConfig) -> anyhow::Result<Pro
         "records must have at least one byte"
     );
     let spec = BrokerSpec::with_topics(format!("{TOPIC}:{}", config.producers));
-    let host = BrokerHost::fresh_or_external(
-        harness.external_broker.as_deref(),
-        &spec,
-        &harness.data_parent,
-    )
-    .await?;
-    let result = measure(&host, config, &harness.baseline).await;
-    host.stop().await?;
-    result
+    harness
+        .with_broker(&spec, async |host| {
+            measure(host, config, &harness.baseline).await
+        })
+        .await
 }
 
 async fn measure(

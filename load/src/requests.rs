@@ -69,15 +69,9 @@ pub struct RequestsRun {
 /// Runs the probe against a fresh broker (or `--broker`, which needs a `probe` topic).
 pub async fn run(harness: &Harness) -> anyhow::Result<RequestsRun> {
     let spec = BrokerSpec::with_topics(format!("{TOPIC}:1"));
-    let host = BrokerHost::fresh_or_external(
-        harness.external_broker.as_deref(),
-        &spec,
-        &harness.data_parent,
-    )
-    .await?;
-    let result = measure(&host, &harness.baseline).await;
-    host.stop().await?;
-    result
+    harness
+        .with_broker(&spec, async |host| measure(host, &harness.baseline).await)
+        .await
 }
 
 async fn measure(host: &BrokerHost, baseline: &Baseline) -> anyhow::Result<RequestsRun> {

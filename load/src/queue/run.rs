@@ -63,15 +63,11 @@ struct Slot {
 pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<QueueOutcome> {
     anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
     let spec = BrokerSpec::with_topics(format!("{TASKS_TOPIC}:1,{CLAIMS_TOPIC}:1"));
-    let host = BrokerHost::fresh_or_external(
-        harness.external_broker.as_deref(),
-        &spec,
-        &harness.data_parent,
-    )
-    .await?;
-    let result = conduct(&host, config, &harness.baseline).await;
-    host.stop().await?;
-    result
+    harness
+        .with_broker(&spec, async |host| {
+            conduct(host, config, &harness.baseline).await
+        })
+        .await
 }
 
 async fn conduct(
