@@ -208,6 +208,18 @@ mod tests {
     }
 
     #[test]
+    fn with_zero_linger_a_batch_is_ready_the_moment_it_opens() {
+        // What lets the producer send without waiting for a timer when `linger_ms = 0`.
+        let mut acc = Accumulator::new(Duration::ZERO, 1024);
+        let now = Instant::now();
+        append(&mut acc, 0, b"first", 1, now);
+        assert_eq!(acc.next_deadline(), Some(now));
+        let ready = acc.take_ready(now);
+        assert_eq!(ready.len(), 1);
+        assert_eq!(ready[0].state, vec![1]);
+    }
+
+    #[test]
     fn records_get_consecutive_indexes_within_their_batch() {
         let mut acc = Accumulator::new(LINGER, 1024);
         let now = Instant::now();
