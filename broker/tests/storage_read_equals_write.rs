@@ -66,6 +66,20 @@ async fn a_slice_hands_over_the_framed_bytes_exactly_as_on_disk() {
             .unwrap();
         assert_eq!(sent, framed, "{mode:?}");
         assert_eq!(&slice.to_bytes().unwrap()[..], &framed[..], "{mode:?}");
+        // The heap FETCH path reuses a buffer that an earlier, larger FETCH left longer (and full
+        // of other bytes): it must hand over exactly the slice, nothing of the old contents.
+        let mut reused = vec![0xAB; framed.len() * 3];
+        assert_eq!(
+            slice.read_into(&mut reused).unwrap(),
+            &framed[..],
+            "{mode:?}"
+        );
+        let mut empty = Vec::new();
+        assert_eq!(
+            slice.read_into(&mut empty).unwrap(),
+            &framed[..],
+            "{mode:?}"
+        );
         storage.close().unwrap();
     }
 }

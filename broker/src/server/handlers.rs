@@ -9,6 +9,7 @@ use booblik_protocol::{
 };
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
+use tracing::warn;
 
 use super::metrics as m;
 use super::sendfile::send_file;
@@ -55,6 +56,19 @@ impl Session {
             Ok(None) => debug_assert_eq!(req.ack, AckPolicy::None),
             Err(StorageError::RecordTooLarge { .. }) => {
                 self.answer_error("produce", id, ErrorCode::RecordTooLarge);
+            }
+            // A full disk refused the batch whole; the partition takes the next one. No error
+            // code says so, so the connection closes below like for a broken log (the client
+            // must not believe the write happened), but this is logged with the partition.
+            Err(error @ StorageError::NoSpace { .. }) => {
+                warn!(
+                    topic = %req.topic,
+                    partition = req.partition,
+                    %error,
+                    "append refused: no space left; closing the connection (the partition stays writable)"
+                );
+                self.flush().await?;
+                return Err(SessionError::Storage(error));
             }
             // The protocol has no code for "the log is broken" (a poisoned partition, an I/O
             // error). Closing the connection is the loud answer: the client fails every pending
@@ -119,10 +133,16 @@ impl Session {
                 .await?;
             }
             FetchMode::Heap => {
-                let payload = slice.to_bytes()?;
+                // Taken out of the session for the borrow checker; put back after the write. A
+                // failure ends the session, so the buffer is not needed then.
+                let mut buf = std::mem::take(&mut self.heap_fetch_buf);
+                slice.read_into(&mut buf)?;
                 self.flush().await?;
-                self.with_write_timeout(async |s: &mut Self| s.stream.write_all(&payload).await)
-                    .await?;
+                self.with_write_timeout(async |s: &mut Self| {
+                    s.stream.write_all(&buf[..len as usize]).await
+                })
+                .await?;
+                self.heap_fetch_buf = buf;
             }
         }
         metrics::counter!(m::BYTES_OUT).increment(u64::from(len));

@@ -76,6 +76,10 @@ pub(crate) struct Session {
     pub(super) shutdown: watch::Receiver<bool>,
     inbuf: BytesMut,
     pub(super) outbuf: BytesMut,
+    /// Heap FETCH mode only: the payload buffer, reused across FETCHes so each one costs a
+    /// `pread` and a `write`, not an allocation and a memset as well. It grows to the largest
+    /// payload this session fetched, at most `MAX_FETCH_PAYLOAD_BYTES`.
+    pub(super) heap_fetch_buf: Vec<u8>,
 }
 
 pub(crate) async fn run(
@@ -94,6 +98,7 @@ pub(crate) async fn run(
         shutdown,
         inbuf: BytesMut::with_capacity(READ_CHUNK_BYTES),
         outbuf: BytesMut::with_capacity(FLUSH_THRESHOLD_BYTES),
+        heap_fetch_buf: Vec::new(),
     };
     match session.serve().await {
         Ok(()) => debug!(%peer, "connection closed"),

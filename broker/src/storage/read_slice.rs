@@ -73,7 +73,20 @@ impl ReadSlice {
         self.segment.base_offset()
     }
 
-    /// A heap copy of exactly the slice's bytes (`pread`), for the heap FETCH mode and tests.
+    /// Reads the slice's bytes into `buf` (`pread`) and returns them: the heap FETCH mode, with a
+    /// buffer its session reuses. `buf` only grows, and only the growth is zero-filled, so a
+    /// session that keeps fetching pays neither an allocation nor a memset per FETCH.
+    pub fn read_into<'b>(&self, buf: &'b mut Vec<u8>) -> Result<&'b [u8], StorageError> {
+        let len = self.len as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        let bytes = &mut buf[..len];
+        self.segment.read_exact_at(bytes, self.position)?;
+        Ok(bytes)
+    }
+
+    /// A heap copy of exactly the slice's bytes (`pread`), for tests.
     pub fn to_bytes(&self) -> Result<Bytes, StorageError> {
         let mut buf = vec![0u8; self.len as usize];
         self.segment.read_exact_at(&mut buf, self.position)?;

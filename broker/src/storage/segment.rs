@@ -246,7 +246,7 @@ impl Segment {
         Ok(position as u32)
     }
 
-    /// Copies `buf.len()` bytes at `position` (a heap read, used by `ReadSlice::to_bytes`).
+    /// Copies `buf.len()` bytes at `position` (a heap read: `ReadSlice::read_into` and `ReadSlice::to_bytes`).
     pub(crate) fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<(), StorageError> {
         self.file
             .read_exact_at(buf, position)
