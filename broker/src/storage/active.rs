@@ -8,10 +8,27 @@
 //! | | MAPPED | FILE |
 //! |---|---|---|
 //! | file size while active | capacity (pre-sized, zeros) | bytes written |
+//! | disk blocks while active | reserved with `fallocate`, [`ALLOCATION_CHUNK_BYTES`] at a time | bytes written |
 //! | append | copy into the mapping: payload, CRC, length last | one `pwrite` per batch |
 //! | end of the log on disk | the first zero length | the end of the file |
 //! | durable after | `msync` of the dirty range + `fdatasync` | `fdatasync` |
 //! | sealing / closing | sync, unmap, trim the file to the bytes written | sync |
+//! | a full disk (`ENOSPC`, `EDQUOT`) | the reservation fails before any copy | `pwrite` fails; the file is cut back |
+//!
+//! # A full disk
+//!
+//! A pre-sized MAPPED segment is sparse: the first store into a page of it makes the filesystem
+//! allocate a block inside the page fault, and when the disk is full the kernel answers that
+//! fault with `SIGBUS`, which kills the broker. So before records are copied into the mapping,
+//! their range is reserved with `fallocate` (mode 0, inside the file size, so the size does not
+//! change), and the shortage becomes an error returned before anything was written. A
+//! filesystem that cannot `fallocate` (`EOPNOTSUPP`) gets a warning and the old, sparse
+//! behaviour. In FILE mode `pwrite` itself reports the shortage, possibly after writing part of
+//! the batch, so the file is cut back to the private write position first.
+//!
+//! Either way [`ActiveSegment::write`] returns [`StorageError::NoSpace`] only when the segment is
+//! exactly as it was before the call; whether the *batch* can still be refused whole is for
+//! [`PartitionLog::append`](super::log::PartitionLog::append) to decide.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -19,13 +36,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use booblik_protocol::{encode_record, record_bytes};
+use rustix::fs::FallocateFlags;
+use rustix::io::Errno;
+use tracing::warn;
 
 use super::config::WriteMode;
 use super::durability::Durability;
-use super::error::{IoContext, StorageError};
+use super::error::{IoContext, StorageError, is_no_space};
 use super::index::{IndexEntry, SparseIndex};
 use super::mapping::SegmentMapping;
 use super::segment::{Segment, SegmentEnd, offset_after, segment_file_name};
+
+/// MAPPED mode: how far ahead of the records a segment's disk blocks are reserved with
+/// `fallocate`, at most. One call per this many bytes keeps the system call off almost every
+/// append, and it is also the most disk an active segment holds beyond its records (released
+/// when the segment is sealed).
+pub(crate) const ALLOCATION_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The segment the writer appends to.
 #[derive(Debug)]
@@ -34,6 +60,12 @@ pub(crate) struct ActiveSegment {
     mapping: Option<SegmentMapping>,
     capacity_bytes: u64,
     written: SegmentEnd,
+    /// MAPPED mode: the file's first `allocated_bytes` bytes have disk blocks (records written,
+    /// or reserved with `fallocate`), so a store below it cannot fault for want of space.
+    allocated_bytes: u64,
+    /// MAPPED mode: false once the filesystem said it cannot `fallocate`; the segment is then
+    /// written sparse, as before reservations existed.
+    reserving: bool,
     synced_position: u32,
     /// True once sealed: no more writes.
     sealed: bool,
@@ -105,6 +137,10 @@ impl ActiveSegment {
             mapping,
             capacity_bytes,
             written,
+            // A recovered segment's records have their blocks; what lies past them is unknown
+            // (recovery cut the file, `set_len` re-extended it sparse), so reserve from there.
+            allocated_bytes: u64::from(written.position),
+            reserving: true,
             synced_position: written.position,
             sealed: false,
             scratch: Vec::new(),
@@ -164,7 +200,10 @@ impl ActiveSegment {
             });
             position += record_bytes(payload.len()) as u32;
         }
-        if let Some(mapping) = &mut self.mapping {
+        if self.mapping.is_some() {
+            // Before the first store: a store into an unallocated page of a full disk is SIGBUS.
+            self.reserve(u64::from(position))?;
+            let mapping = self.mapping.as_mut().expect("checked above");
             debug_assert!(position as usize <= mapping.len());
             for (payload, entry) in payloads.iter().zip(&entries) {
                 mapping.write_record(entry.position as usize, payload);
@@ -174,10 +213,9 @@ impl ActiveSegment {
             for payload in payloads {
                 encode_record(payload, &mut self.scratch);
             }
-            self.segment
-                .file()
-                .write_all_at(&self.scratch, u64::from(start.position))
-                .context(|| format!("writing {}", self.segment.path().display()))?;
+            if let Err(source) = write_all_at(self.segment.file(), &self.scratch, start.position) {
+                return Err(self.undo_file_write(start.position, source));
+            }
         }
         self.segment.extend_index(entries);
         self.written = SegmentEnd {
@@ -185,6 +223,73 @@ impl ActiveSegment {
             position,
         };
         Ok(())
+    }
+
+    /// MAPPED mode: makes sure the file's blocks below `end` are allocated before records are
+    /// copied there (see the module docs). Reserves up to [`ALLOCATION_CHUNK_BYTES`] ahead, within
+    /// the capacity; when that much is not free, exactly what this write needs, so a nearly full
+    /// disk is used to its last block. `NoSpace` when even that is not free: nothing was copied.
+    fn reserve(&mut self, end: u64) -> Result<(), StorageError> {
+        if end <= self.allocated_bytes || !self.reserving {
+            return Ok(());
+        }
+        let from = self.allocated_bytes;
+        let ahead = from
+            .saturating_add(ALLOCATION_CHUNK_BYTES)
+            .max(end)
+            .min(self.capacity_bytes);
+        let mut reserved = ahead;
+        let mut result = allocate(self.segment.file(), from, ahead);
+        if ahead > end && result.as_ref().is_err_and(is_no_space) {
+            reserved = end;
+            result = allocate(self.segment.file(), from, end);
+        }
+        match result {
+            Ok(()) => {
+                self.allocated_bytes = reserved;
+                Ok(())
+            }
+            Err(error) if is_unsupported(&error) => {
+                warn!(
+                    path = %self.segment.path().display(),
+                    %error,
+                    "the filesystem cannot reserve disk space (fallocate); this segment is \
+                     written sparse, and a full disk will kill the broker with SIGBUS"
+                );
+                self.reserving = false;
+                Ok(())
+            }
+            Err(error) => Err(StorageError::io_or_no_space(
+                format!(
+                    "reserving bytes {from}..{reserved} of {}",
+                    self.segment.path().display()
+                ),
+                error,
+            )),
+        }
+    }
+
+    /// FILE mode: the error for a failed `pwrite` of a batch at `position`. For want of space
+    /// the call may have written part of the batch first (a short write, then `ENOSPC`), and a
+    /// FILE segment's end on recovery is the file's end: a whole record left there would come
+    /// back after a restart as if it had been appended. So the file is cut back to `position`;
+    /// only when that works is the segment as it was (`NoSpace`, a refusal). Any other failure,
+    /// or a failed cut, leaves unknown bytes past the end, which poisons.
+    fn undo_file_write(&self, position: u32, source: std::io::Error) -> StorageError {
+        let path = self.segment.path().display();
+        if !is_no_space(&source) {
+            return StorageError::io(format!("writing {path}"), source);
+        }
+        match self.segment.file().set_len(u64::from(position)) {
+            Ok(()) => StorageError::io_or_no_space(format!("writing {path}"), source),
+            Err(cut) => StorageError::io(
+                format!(
+                    "writing {path} failed for want of space ({source}), then cutting it back \
+                     to {position} bytes"
+                ),
+                cut,
+            ),
+        }
     }
 
     /// Makes everything written so far visible to readers.
@@ -220,17 +325,242 @@ impl ActiveSegment {
         if self.mapping.take().is_some() {
             // The mapping is gone, so shrinking the file cannot fault a mapped access. The trim
             // need not be durable: recovery treats a zero tail as the end either way.
+            // It also releases the blocks reserved past the records.
             trim(
                 self.segment.file(),
                 self.segment.path(),
                 self.written.position,
             )?;
+            self.allocated_bytes = u64::from(self.written.position);
         }
         Ok(())
     }
 }
 
+/// `fallocate(file, 0, from, to - from)`: allocates the blocks of `[from, to)`, which lies inside
+/// the file, so its size stays. Retried when a signal interrupts it.
+fn allocate(file: &File, from: u64, to: u64) -> std::io::Result<()> {
+    #[cfg(test)]
+    if !test_disk::take_all(to - from) {
+        return Err(Errno::NOSPC.into());
+    }
+    loop {
+        match rustix::fs::fallocate(file, FallocateFlags::empty(), from, to - from) {
+            Err(Errno::INTR) => {}
+            result => return result.map_err(Into::into),
+        }
+    }
+}
+
+/// True when the filesystem (or a sandbox filtering system calls) cannot `fallocate` at all.
+fn is_unsupported(error: &std::io::Error) -> bool {
+    error.raw_os_error().is_some_and(|code| {
+        code == Errno::OPNOTSUPP.raw_os_error() || code == Errno::NOSYS.raw_os_error()
+    })
+}
+
+/// `pwrite` of all of `bytes` at `position` (FILE mode).
+fn write_all_at(file: &File, bytes: &[u8], position: u32) -> std::io::Result<()> {
+    #[cfg(test)]
+    {
+        let room = test_disk::take_some(bytes.len() as u64) as usize;
+        if room < bytes.len() {
+            // What a real full disk does: a short write, then the error.
+            file.write_all_at(&bytes[..room], u64::from(position))?;
+            return Err(Errno::NOSPC.into());
+        }
+    }
+    file.write_all_at(bytes, u64::from(position))
+}
+
 fn trim(file: &File, path: &Path, len: u32) -> Result<(), StorageError> {
     file.set_len(u64::from(len))
         .context(|| format!("trimming {} to {len} bytes", path.display()))
+}
+
+/// A pretend filesystem with a few bytes left, for unit tests: a real full disk needs a mount,
+/// which a unit test cannot make (the integration test
+/// `a_full_disk_refuses_appends_and_recovers_when_space_returns` does, with the binary).
+/// Per thread, so tests running side by side do not share it.
+#[cfg(test)]
+pub(crate) mod test_disk {
+    use std::cell::Cell;
+
+    thread_local! {
+        static FREE_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// From now on this thread's segment writes see `free` bytes left (`None`: the real disk).
+    pub(crate) fn set_free_bytes(free: Option<u64>) {
+        FREE_BYTES.set(free);
+    }
+
+    /// All of `wanted` bytes, or nothing (`fallocate`).
+    pub(super) fn take_all(wanted: u64) -> bool {
+        match FREE_BYTES.get() {
+            Some(free) if free < wanted => false,
+            Some(free) => {
+                FREE_BYTES.set(Some(free - wanted));
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// As much of `wanted` as is free (`pwrite`); returns how much.
+    pub(super) fn take_some(wanted: u64) -> u64 {
+        match FREE_BYTES.get() {
+            Some(free) => {
+                let got = free.min(wanted);
+                FREE_BYTES.set(Some(free - got));
+                got
+            }
+            None => wanted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+    use crate::storage::hooks::TestHooks;
+    use crate::storage::metrics::PartitionMetrics;
+
+    const INDEX_INTERVAL_BYTES: u32 = 4096;
+
+    fn durability() -> Durability {
+        Durability::new(
+            Arc::new(TestHooks::default()),
+            Arc::new(PartitionMetrics::new("t", 0)),
+        )
+    }
+
+    fn create(dir: &Path, mode: WriteMode, capacity_bytes: u64) -> ActiveSegment {
+        ActiveSegment::create(dir, 0, 0, mode, capacity_bytes, INDEX_INTERVAL_BYTES).unwrap()
+    }
+
+    /// Bytes of disk the file really holds.
+    fn disk_bytes(segment: &ActiveSegment) -> u64 {
+        segment.segment().file().metadata().unwrap().blocks() * 512
+    }
+
+    fn file_len(segment: &ActiveSegment) -> u64 {
+        segment.segment().file().metadata().unwrap().len()
+    }
+
+    #[test]
+    fn a_mapped_write_reserves_a_chunk_ahead_and_sealing_releases_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+        assert_eq!(disk_bytes(&active), 0, "a new segment is sparse");
+        active.write(&[&[7u8; 100]]).unwrap();
+        assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
+        assert!(disk_bytes(&active) >= ALLOCATION_CHUNK_BYTES);
+        // Writes inside the reservation make no new one.
+        active.write(&[&[8u8; 1000]]).unwrap();
+        assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
+        active.seal(&durability()).unwrap();
+        let written = u64::from(active.written.position);
+        assert_eq!(file_len(&active), written);
+        assert!(
+            disk_bytes(&active) < 64 * 1024,
+            "sealing keeps {} bytes of disk for {written} bytes of records",
+            disk_bytes(&active)
+        );
+    }
+
+    #[test]
+    fn a_reservation_never_passes_the_segment_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let capacity = 64 * 1024;
+        let mut active = create(dir.path(), WriteMode::Mapped, capacity);
+        active.write(&[&[7u8; 100]]).unwrap();
+        assert_eq!(active.allocated_bytes, capacity);
+        assert_eq!(
+            file_len(&active),
+            capacity,
+            "fallocate must not grow the file"
+        );
+    }
+
+    #[test]
+    fn a_resumed_segment_reserves_from_its_records_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+        active.write(&[&[7u8; 100], &[8u8; 200]]).unwrap();
+        active.publish();
+        let segment = Arc::clone(active.segment());
+        drop(active);
+        let mut resumed =
+            ActiveSegment::resume(segment, WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES).unwrap();
+        let records = u64::from(resumed.written.position);
+        assert_eq!(resumed.allocated_bytes, records);
+        resumed.write(&[&[9u8; 10]]).unwrap();
+        assert_eq!(resumed.allocated_bytes, records + ALLOCATION_CHUNK_BYTES);
+    }
+
+    #[test]
+    fn without_room_for_a_chunk_a_mapped_write_reserves_just_what_it_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+        let needed = record_bytes(100) as u64;
+        test_disk::set_free_bytes(Some(needed));
+        let written = active.write(&[&[7u8; 100]]);
+        test_disk::set_free_bytes(None);
+        written.unwrap();
+        assert_eq!(active.allocated_bytes, needed);
+    }
+
+    #[test]
+    fn a_mapped_write_without_room_is_refused_before_anything_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+        active.write(&[&[7u8; 100]]).unwrap();
+        // Past the first chunk, with nothing free.
+        let before = active.written;
+        let big = vec![5u8; ALLOCATION_CHUNK_BYTES as usize];
+        test_disk::set_free_bytes(Some(0));
+        let refused = active.write(&[&big]);
+        test_disk::set_free_bytes(None);
+        let error = refused.unwrap_err();
+        assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
+        assert_eq!(active.written, before);
+        let mut length = [0u8; 4];
+        active
+            .segment()
+            .file()
+            .read_exact_at(&mut length, u64::from(before.position))
+            .unwrap();
+        assert_eq!(length, [0; 4], "nothing was copied past the records");
+        // Space is back: the same record goes where the refused one would have.
+        active.write(&[&big]).unwrap();
+        assert_eq!(active.written.record_count, 2);
+    }
+
+    #[test]
+    fn a_file_write_cut_short_by_a_full_disk_is_cut_back_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::File, 1024 * 1024);
+        active.write(&[&[7u8; 100]]).unwrap();
+        let before = active.written;
+        // Room for the first record of the batch and part of the second: a short write.
+        test_disk::set_free_bytes(Some(record_bytes(50) as u64 + 20));
+        let refused = active.write(&[&[1u8; 50], &[2u8; 50]]);
+        test_disk::set_free_bytes(None);
+        let error = refused.unwrap_err();
+        assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
+        assert_eq!(active.written, before);
+        assert_eq!(
+            file_len(&active),
+            u64::from(before.position),
+            "no byte of the refused batch may stay in the file"
+        );
+        active.write(&[&[3u8; 30]]).unwrap();
+        assert_eq!(
+            file_len(&active),
+            u64::from(before.position) + record_bytes(30) as u64
+        );
+    }
 }

@@ -4,8 +4,9 @@
 //! [`StorageError::OffsetOutOfRange`]) are separate from failures of the log itself
 //! ([`StorageError::Poisoned`], [`StorageError::Corrupt`], [`StorageError::Io`]): a server answers
 //! the first kind and stops trusting the partition on the second. A refusal the protocol has no
-//! code for ([`StorageError::OffsetOverflow`]: a log that reached the largest offset) leaves the
-//! partition as it was; a server can only close the connection over it.
+//! code for ([`StorageError::OffsetOverflow`]: a log that reached the largest offset;
+//! [`StorageError::NoSpace`]: a full disk or quota) leaves the partition as it was; a server can
+//! only close the connection over it.
 
 use std::path::PathBuf;
 
@@ -64,6 +65,18 @@ pub enum StorageError {
         /// What is wrong.
         reason: String,
     },
+    /// The filesystem had no room for the batch (`ENOSPC`, or `EDQUOT` for a quota) and nothing
+    /// of it was written: the log is as it was before the batch, so this is a refusal and the
+    /// partition takes the next append (which succeeds once space returns). Space running out
+    /// after part of a batch was written is an [`StorageError::Io`] instead, which poisons.
+    #[error("no space for the batch: {context}: {source}")]
+    NoSpace {
+        /// What was being done, with the path.
+        context: String,
+        /// The error from the operating system.
+        #[source]
+        source: std::io::Error,
+    },
     /// An I/O call failed.
     #[error("{context}: {source}")]
     Io {
@@ -92,15 +105,30 @@ pub enum StorageError {
 
 impl StorageError {
     /// True for a refusal of one request ([`StorageError::RecordTooLarge`],
-    /// [`StorageError::OffsetOverflow`]), which says nothing about the log's health; false for a
-    /// failure that must poison the partition.
+    /// [`StorageError::OffsetOverflow`], [`StorageError::NoSpace`]), which leaves the log as it
+    /// was; false for a failure that must poison the partition.
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
             StorageError::RecordTooLarge { .. }
                 | StorageError::OffsetOverflow { .. }
                 | StorageError::OffsetOutOfRange { .. }
+                | StorageError::NoSpace { .. }
         )
+    }
+
+    /// `NoSpace` for an error saying the filesystem is full (`ENOSPC`) or a quota is used up
+    /// (`EDQUOT`), `Io` for any other. Only for calls that leave the log as it was when they
+    /// fail; the caller decides whether the batch as a whole still can be refused.
+    pub(crate) fn io_or_no_space(context: impl Into<String>, source: std::io::Error) -> Self {
+        if is_no_space(&source) {
+            StorageError::NoSpace {
+                context: context.into(),
+                source,
+            }
+        } else {
+            StorageError::io(context, source)
+        }
     }
 
     /// Wraps an I/O error with what was being done.
@@ -112,6 +140,14 @@ impl StorageError {
     }
 }
 
+/// True for "no space left on device" and "disk quota exceeded".
+pub(crate) fn is_no_space(error: &std::io::Error) -> bool {
+    error.raw_os_error().is_some_and(|code| {
+        code == rustix::io::Errno::NOSPC.raw_os_error()
+            || code == rustix::io::Errno::DQUOT.raw_os_error()
+    })
+}
+
 /// Adds context to `io::Result`s at the call site: `file.sync_data().context(|| ...)`.
 pub(crate) trait IoContext<T> {
     fn context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T, StorageError>;
@@ -120,5 +156,22 @@ pub(crate) trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T, StorageError> {
         self.map_err(|source| StorageError::io(context(), source))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_or_quota_is_a_refusal_and_other_io_errors_are_not() {
+        for errno in [rustix::io::Errno::NOSPC, rustix::io::Errno::DQUOT] {
+            let error = StorageError::io_or_no_space("writing x", errno.into());
+            assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
+            assert!(error.is_refusal());
+        }
+        let error = StorageError::io_or_no_space("writing x", rustix::io::Errno::IO.into());
+        assert!(matches!(error, StorageError::Io { .. }), "{error}");
+        assert!(!error.is_refusal());
     }
 }

@@ -12,6 +12,10 @@
 //! 3. publish the segment end, then the high watermark.
 //!
 //! A record is therefore never split or truncated, and it never moves once it has an offset.
+//!
+//! A full disk refuses the batch ([`StorageError::NoSpace`], which does not poison) only while
+//! no record of it is written; once part of it is, the same shortage is a failure that poisons
+//! (see [`PartitionLog::append`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -144,6 +148,7 @@ impl PartitionLog {
         }
         let mut payloads = records.iter().peekable();
         let mut fitting: Vec<&[u8]> = Vec::with_capacity(records.count());
+        let mut written_records = 0usize;
         while payloads.peek().is_some() {
             let mut room = self.active.room_bytes();
             fitting.clear();
@@ -155,8 +160,27 @@ impl PartitionLog {
                 // The next record fits an empty segment (checked above) but not this one.
                 debug_assert!(!self.active.is_empty());
                 self.roll()?;
-            } else {
-                self.active.write(&fitting)?;
+                continue;
+            }
+            match self.active.write(&fitting) {
+                Ok(()) => written_records += fitting.len(),
+                // `write` says NoSpace only when it left its segment as it was. That refuses the
+                // batch whole only if no record of it was written before: otherwise the records
+                // written to the previous segment (a batch spanning a roll) are in the log —
+                // `seal()` published that segment's end and fsynced them, so they come back
+                // after a restart — yet the client is told nothing was written, and a later
+                // append would publish a high watermark past them. The log no longer matches
+                // what was acknowledged, so this must poison like any failed write.
+                Err(StorageError::NoSpace { context, source }) if written_records > 0 => {
+                    return Err(StorageError::io(
+                        format!(
+                            "{context}, after {written_records} records of the batch were \
+                             written (a batch spanning a segment roll cannot be refused whole)"
+                        ),
+                        source,
+                    ));
+                }
+                Err(error) => return Err(error),
             }
         }
         self.active.publish();
@@ -239,5 +263,116 @@ impl PartitionLog {
     /// Seals the active segment for a clean stop: sync, and in MAPPED mode unmap and trim.
     pub(crate) fn close(mut self) -> Result<(), StorageError> {
         self.active.seal(&self.durability)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use booblik_protocol::RecordScanner;
+
+    use super::*;
+    use crate::storage::active::test_disk;
+    use crate::storage::hooks::TestHooks;
+    use crate::storage::metrics::PartitionMetrics;
+
+    const PAYLOAD_BYTES: usize = 1000;
+    /// Room for three records of `PAYLOAD_BYTES`: the fourth rolls.
+    const SEGMENT_BYTES: u64 = 3 * (PAYLOAD_BYTES as u64 + 8) + 100;
+    const MODES: [WriteMode; 2] = [WriteMode::Mapped, WriteMode::File];
+
+    fn open(dir: &std::path::Path, mode: WriteMode) -> PartitionLog {
+        let settings = LogSettings {
+            write_mode: mode,
+            segment_bytes: SEGMENT_BYTES,
+            index_interval_bytes: 4096,
+            retention: RetentionPolicy {
+                retention_bytes: None,
+                retention_ms: None,
+            },
+        };
+        let durability = Durability::new(
+            Arc::new(TestHooks::default()),
+            Arc::new(PartitionMetrics::new("t", 0)),
+        );
+        PartitionLog::open(dir.to_path_buf(), settings, durability).unwrap()
+    }
+
+    fn payload(n: u8) -> Vec<u8> {
+        vec![n; PAYLOAD_BYTES]
+    }
+
+    fn batch(numbers: std::ops::Range<u8>) -> RecordSet {
+        RecordSet::from_payloads(numbers.map(payload)).unwrap()
+    }
+
+    /// Every record from offset 0 to the high watermark.
+    fn records(log: &PartitionLog) -> Vec<Vec<u8>> {
+        let view = log.view();
+        let mut found = Vec::new();
+        while (found.len() as i64) < view.high_watermark() {
+            let slice = view.read(found.len() as i64, u32::MAX / 2).unwrap();
+            let bytes = slice.to_bytes().unwrap();
+            let before = found.len();
+            for record in RecordScanner::new(&bytes) {
+                assert!(record.crc_matches());
+                found.push(record.payload.to_vec());
+            }
+            assert!(found.len() > before, "no whole record at offset {before}");
+        }
+        found
+    }
+
+    #[test]
+    fn a_full_disk_refuses_a_batch_whole_and_the_next_append_lands_after_the_last_record() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..3)).unwrap();
+            // The segment is full, so the next batch rolls first and then finds no space.
+            test_disk::set_free_bytes(Some(0));
+            let refused = log.append(&batch(3..4));
+            test_disk::set_free_bytes(None);
+            let error = refused.unwrap_err();
+            assert!(
+                matches!(error, StorageError::NoSpace { .. }) && error.is_refusal(),
+                "{mode:?}: {error}"
+            );
+            assert_eq!(log.view().high_watermark(), 3, "{mode:?}");
+
+            let appended = log.append(&batch(4..6)).unwrap();
+            assert_eq!(appended.base_offset, 3, "{mode:?}");
+            let expected: Vec<Vec<u8>> = [0, 1, 2, 4, 5].map(payload).into();
+            assert_eq!(records(&log), expected, "{mode:?}");
+            log.close().unwrap();
+            let log = open(dir.path(), mode);
+            assert_eq!(records(&log), expected, "{mode:?} after reopening");
+        }
+    }
+
+    #[test]
+    fn space_running_out_after_part_of_a_batch_was_written_is_not_a_refusal() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..2)).unwrap();
+            // Room for the batch's first record in this segment (MAPPED reserved it with the
+            // first batch; FILE needs its bytes), none for the second after the roll.
+            let free = match mode {
+                WriteMode::Mapped => 0,
+                WriteMode::File => (PAYLOAD_BYTES + 8) as u64,
+            };
+            test_disk::set_free_bytes(Some(free));
+            let failed = log.append(&batch(2..4));
+            test_disk::set_free_bytes(None);
+            let error = failed.unwrap_err();
+            assert!(
+                matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
+                "{mode:?}: {error}"
+            );
+            assert!(
+                error.to_string().contains("after 1 records of the batch"),
+                "{mode:?}: {error}"
+            );
+        }
     }
 }
