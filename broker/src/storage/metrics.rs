@@ -11,6 +11,8 @@ pub const FSYNCS_TOTAL: &str = "booblik_storage_fsyncs_total";
 pub const FSYNC_GROUP_SIZE: &str = "booblik_storage_fsync_group_size";
 /// Counter: records appended.
 pub const APPENDED_RECORDS_TOTAL: &str = "booblik_storage_appended_records_total";
+/// Counter: batches refused because the disk (or a quota) was full.
+pub const NO_SPACE_REFUSALS_TOTAL: &str = "booblik_storage_no_space_refusals_total";
 
 /// Registers descriptions of the storage metrics with the installed recorder.
 pub fn describe_metrics() {
@@ -23,6 +25,10 @@ pub fn describe_metrics() {
         "FORCED appends acknowledged by one group-commit fsync"
     );
     metrics::describe_counter!(APPENDED_RECORDS_TOTAL, "records appended to the log");
+    metrics::describe_counter!(
+        NO_SPACE_REFUSALS_TOTAL,
+        "batches refused whole because the disk or a quota was full"
+    );
 }
 
 /// A snapshot of one partition's counters and shape.
@@ -34,6 +40,8 @@ pub struct PartitionStats {
     pub forced_groups: u64,
     /// Records appended since the partition was opened.
     pub appended_records: u64,
+    /// Batches refused whole because the disk or a quota was full.
+    pub no_space_refusals: u64,
     /// Segment files in the log (sealed and active).
     pub segments: usize,
     /// Entries of the sparse offset indexes of all segments.
@@ -57,9 +65,11 @@ pub(crate) struct PartitionMetrics {
     fsyncs_metric: Counter,
     group_size_metric: Histogram,
     appended_metric: Counter,
+    no_space_metric: Counter,
     fsyncs: AtomicU64,
     forced_groups: AtomicU64,
     appended_records: AtomicU64,
+    no_space_refusals: AtomicU64,
 }
 
 impl PartitionMetrics {
@@ -72,9 +82,11 @@ impl PartitionMetrics {
             fsyncs_metric: metrics::counter!(FSYNCS_TOTAL, &labels),
             group_size_metric: metrics::histogram!(FSYNC_GROUP_SIZE, &labels),
             appended_metric: metrics::counter!(APPENDED_RECORDS_TOTAL, &labels),
+            no_space_metric: metrics::counter!(NO_SPACE_REFUSALS_TOTAL, &labels),
             fsyncs: AtomicU64::new(0),
             forced_groups: AtomicU64::new(0),
             appended_records: AtomicU64::new(0),
+            no_space_refusals: AtomicU64::new(0),
         }
     }
 
@@ -94,6 +106,11 @@ impl PartitionMetrics {
             .fetch_add(records as u64, Ordering::Relaxed);
     }
 
+    pub(crate) fn refused_for_space(&self) {
+        self.no_space_metric.increment(1);
+        self.no_space_refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn fsyncs(&self) -> u64 {
         self.fsyncs.load(Ordering::Relaxed)
     }
@@ -104,5 +121,9 @@ impl PartitionMetrics {
 
     pub(crate) fn appended_records(&self) -> u64 {
         self.appended_records.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn no_space_refusals(&self) -> u64 {
+        self.no_space_refusals.load(Ordering::Relaxed)
     }
 }

@@ -64,7 +64,8 @@ pub use error::StorageError;
 pub use hooks::{TestHooks, WriterPause};
 pub use log::Appended;
 pub use metrics::{
-    APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, PartitionStats, describe_metrics,
+    APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL,
+    PartitionStats, describe_metrics,
 };
 pub use partition::Partition;
 pub use read_slice::ReadSlice;

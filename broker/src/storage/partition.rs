@@ -248,6 +248,7 @@ impl Partition {
             fsyncs: self.metrics.fsyncs(),
             forced_groups: self.metrics.forced_groups(),
             appended_records: self.metrics.appended_records(),
+            no_space_refusals: self.metrics.no_space_refusals(),
             segments: self.view.segment_count(),
             index_entries: self.view.index_entries(),
             queued_appends: self.queue.queued(),

@@ -32,7 +32,9 @@
 //! speed, not the number of producers.
 //!
 //! An fsync or write failure poisons the partition ([`Poison`]): the waiters of that group and
-//! every later append get [`StorageError::Poisoned`].
+//! every later append get [`StorageError::Poisoned`]. A full disk met before any record of a
+//! batch was written is a refusal instead ([`StorageError::NoSpace`]): that batch fails, the
+//! partition takes the next one.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -282,6 +284,8 @@ impl Writer {
                         // A refusal is not a failure of the log.
                         if !error.is_refusal() {
                             self.poison_with(error);
+                        } else if matches!(error, StorageError::NoSpace { .. }) {
+                            self.metrics.refused_for_space();
                         }
                     })
                 });
