@@ -6,20 +6,18 @@
 //! child process and reads the child's own counters, while `getrusage(RUSAGE_SELF)` covers the
 //! client alone.
 
-#![allow(unsafe_code)] // getrusage(2) and sysconf(3) have no safe wrapper in std.
-
 use anyhow::Context;
 
 /// CPU seconds (user + system) this process has used so far.
+#[allow(unsafe_code)] // getrusage(2) has no safe wrapper in std or rustix.
 pub fn process_cpu_seconds() -> f64 {
     let mut slot = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `slot` is valid for writes of a `rusage`; on success getrusage initialises it
-    // fully, and RUSAGE_SELF with a valid pointer cannot fail (checked anyway).
-    let usage = unsafe {
-        let rc = libc::getrusage(libc::RUSAGE_SELF, slot.as_mut_ptr());
-        assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) failed");
-        slot.assume_init()
-    };
+    // SAFETY: `slot` is valid for writes of a `rusage` for the whole call.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, slot.as_mut_ptr()) };
+    // RUSAGE_SELF with a valid pointer cannot fail; checked before the value is trusted.
+    assert_eq!(rc, 0, "getrusage(RUSAGE_SELF) failed");
+    // SAFETY: getrusage returned 0, so it initialised the whole struct.
+    let usage = unsafe { slot.assume_init() };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
@@ -48,6 +46,7 @@ pub fn pid_cpu_seconds(pid: u32) -> anyhow::Result<f64> {
 }
 
 /// `sysconf(_SC_CLK_TCK)`: the unit of the times in `/proc/<pid>/stat`.
+#[allow(unsafe_code)] // sysconf(3) has no safe wrapper in std.
 fn clock_ticks_per_second() -> f64 {
     // SAFETY: sysconf reads a constant of the C library; it has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

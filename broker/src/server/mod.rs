@@ -5,7 +5,7 @@
 //! | `mod.rs` | [`Broker`]: start, the accept loop with its connection limit, graceful shutdown |
 //! | `session.rs` | one connection: framing, strictly ordered responses, the error rules of SPEC §2 |
 //! | `handlers.rs` | PRODUCE, FETCH (long poll, range checks) and METADATA against the storage |
-//! | `sendfile.rs` | `sendfile(2)` on a non-blocking tokio socket (the crate's only `unsafe`) |
+//! | `sendfile.rs` | `sendfile(2)` on a non-blocking tokio socket |
 //! | `metrics.rs` | metric names and the Prometheus exporter |
 
 mod handlers;

@@ -2,12 +2,11 @@
 //!
 //! The payload of a FETCH never enters user space: the kernel copies from the page cache to the
 //! socket. `sendfile` may send less than asked (a full socket buffer), so we loop, waiting for
-//! writability between rounds.
-#![allow(unsafe_code)] // sendfile(2) has no safe wrapper in std or tokio.
+//! writability between rounds. `rustix` wraps the system call safely: both descriptors are
+//! borrowed for the call, and the file offset is a `&mut u64` the kernel advances.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -22,19 +21,8 @@ pub(crate) async fn send_file(
     while len > 0 {
         stream.writable().await?;
         let sent = stream.try_io(Interest::WRITABLE, || {
-            let mut offset = libc::off_t::try_from(position)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset overflow"))?;
-            // SAFETY: both descriptors belong to objects borrowed for the whole call (the socket
-            // by `stream`, the segment by `file`, which the caller keeps pinned), and `offset`
-            // is a valid pointer to a local the kernel updates.
-            let n = unsafe {
-                libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &raw mut offset, len)
-            };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
+            let mut offset = position;
+            rustix::fs::sendfile(stream, file, Some(&mut offset), len).map_err(io::Error::from)
         });
         match sent {
             Ok(0) => {

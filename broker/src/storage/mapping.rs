@@ -26,6 +26,7 @@ pub(crate) struct SegmentMapping {
 
 impl SegmentMapping {
     /// Maps the first `len` bytes of `file`, which must already be at least `len` bytes long.
+    #[allow(unsafe_code)] // memmap2's `map_mut` is unsafe: see the SAFETY comment.
     pub(crate) fn map(file: &File, len: u64) -> std::io::Result<Self> {
         let len = usize::try_from(len).map_err(std::io::Error::other)?;
         // SAFETY: memmap2 marks mapping unsafe because another process (or thread) could

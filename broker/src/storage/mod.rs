@@ -44,9 +44,6 @@ mod hooks;
 mod index;
 mod log;
 mod log_view;
-// memmap2's `map_mut` is unsafe (another process could change the mapped file); the module
-// documents why it is sound here.
-#[allow(unsafe_code)]
 mod mapping;
 mod metrics;
 mod partition;
