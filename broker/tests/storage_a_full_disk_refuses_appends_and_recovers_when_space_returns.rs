@@ -59,6 +59,8 @@ const LISTENING_LOG_LINE: &str = "broker listening";
 const REFUSAL_LOG_LINE: &str = "append refused: no space left";
 /// The refusal counter, as Prometheus text names it.
 const REFUSALS_METRIC: &str = "booblik_storage_no_space_refusals_total";
+/// How long to wait for a broker that closed a connection unexpectedly to exit, to report why.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// How long a metrics scrape may take.
 const SCRAPE_WAIT: Duration = Duration::from_secs(10);
 
@@ -112,12 +114,14 @@ async fn full_disk_round(mode: &str, filler_kib: u64) {
     );
     broker.assert_alive(case);
     let log = broker.log();
-    let refusal = log
-        .lines()
-        .find(|line| line.contains(REFUSAL_LOG_LINE))
-        .unwrap_or_else(|| {
-            panic!("{case}: the connection closed but no refusal was logged:\n{log}")
-        });
+    let Some(refusal) = log.lines().find(|line| line.contains(REFUSAL_LOG_LINE)) else {
+        // A process killed by a signal takes a moment to be reapable: say how it ended.
+        let how = match broker.exit_within(EXIT_WAIT) {
+            Some(status) => format!("ended ({status}; SIGBUS is a store into a sparse mapping)"),
+            None => "still runs".to_owned(),
+        };
+        panic!("{case}: the connection closed without a logged refusal; the broker {how}:\n{log}");
+    };
     println!("{case}: {refusal}");
 
     // Everything acknowledged is there, and nothing else.
@@ -302,6 +306,20 @@ impl FullDiskBroker {
     fn delete_filler(&self) {
         let filler = self.in_namespace("filler");
         std::fs::remove_file(&filler).unwrap_or_else(|e| panic!("{}: {e}", filler.display()));
+    }
+
+    /// How the broker ended, if it does within `wait`.
+    fn exit_within(&mut self, wait: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Fails the test, with how it ended, if the broker process is gone.
