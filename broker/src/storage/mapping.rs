@@ -6,6 +6,10 @@
 //! record here" to recovery, so a process that dies half-way through a record leaves a zero
 //! length, never a plausible header in front of a half-written body.
 //!
+//! A store into a page whose block the filesystem cannot allocate (a full disk) is `SIGBUS`, not
+//! an error, so the writer reserves the blocks of a range with `fallocate` before it writes
+//! records there (`active.rs`).
+//!
 //! Durability is a separate matter: stores into a shared mapping reach the page cache, not the
 //! disk. [`SegmentMapping::flush_range`] is `msync(MS_SYNC)`, which POSIX requires for changes
 //! made through a mapping to be written back; the caller then `fdatasync`s the file descriptor,

@@ -127,7 +127,9 @@ impl Partition {
     /// Then waits for room in the writer queue (backpressure): a place among
     /// `writer_queue_depth` batches and `records.log_bytes()` of `writer_queue_bytes` (the whole
     /// budget for a larger batch, which then goes alone). A batch whose last record would pass
-    /// the largest offset is refused by the writer ([`StorageError::OffsetOverflow`]), whole.
+    /// the largest offset is refused by the writer ([`StorageError::OffsetOverflow`]), whole, and
+    /// so is one that finds the disk full before any of its records is written
+    /// ([`StorageError::NoSpace`]); neither poisons the partition.
     /// The answer depends on `ack`:
     ///
     /// * `None`: `Ok(None)` as soon as the batch is queued; it is still appended, in order;
