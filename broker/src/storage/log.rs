@@ -6,12 +6,20 @@
 //! 1. refuse it whole if any record could not fit even an empty segment (`RECORD_TOO_LARGE`),
 //!    or if its last record would pass the largest offset (`StorageError::OffsetOverflow`: the
 //!    high watermark after it must still be an `int64`);
-//! 2. write as many records as fit the active segment; when the next one does not fit, *roll*:
-//!    seal the active segment (publish, fsync, trim in MAPPED mode), create the next segment
-//!    named by the next offset, fsync the directory, and continue there;
-//! 3. publish the segment end, then the high watermark.
+//! 2. if the whole batch would fit an empty segment but not what is left of the active one,
+//!    *roll* first: seal the active segment (publish, fsync, trim in MAPPED mode), create the
+//!    next segment named by the next offset, fsync the directory;
+//! 3. write as many records as fit the active segment; a batch larger than a whole segment
+//!    (only possible with `segment_bytes` below the frame limit) rolls again when the next
+//!    record does not fit, and continues in the next segment;
+//! 4. publish the segment end, then the high watermark.
 //!
 //! A record is therefore never split or truncated, and it never moves once it has an offset.
+//! Step 2 keeps a batch in one segment whenever it can be: a roll seals (publishes and fsyncs)
+//! what was written before it, so a batch split by a roll that then fails — the next segment
+//! cannot be created, the disk is full — would leave its first records in the log while its
+//! producer is told the append failed. The price is at most one batch of unused space at the
+//! end of a segment.
 //!
 //! A full disk refuses the batch ([`StorageError::NoSpace`], which does not poison) only while
 //! no record of it is written; once part of it is, the same shortage is a failure that poisons
@@ -145,6 +153,14 @@ impl PartitionLog {
                 high_watermark: base_offset,
                 records: records.count(),
             });
+        }
+        // Step 2 of the module docs: keep a batch that can fit one segment in one segment.
+        let batch_bytes = records.log_bytes() as u64;
+        if batch_bytes > self.active.room_bytes()
+            && batch_bytes <= self.settings.segment_bytes
+            && !self.active.is_empty()
+        {
+            self.roll()?;
         }
         let mut payloads = records.iter().peekable();
         let mut fitting: Vec<&[u8]> = Vec::with_capacity(records.count());
@@ -350,19 +366,60 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_that_fits_an_empty_segment_is_never_split_by_a_roll() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..2)).unwrap();
+            // Room for one more record; the next batch has two, which fit an empty segment.
+            let appended = log.append(&batch(2..4)).unwrap();
+            assert_eq!(appended.base_offset, 2, "{mode:?}");
+            let view = log.view();
+            let first = view.read(0, u32::MAX / 2).unwrap();
+            assert_eq!(first.segment_base_offset(), 0, "{mode:?}");
+            let in_first = RecordScanner::new(&first.to_bytes().unwrap()).count();
+            assert_eq!(
+                in_first, 2,
+                "{mode:?}: the first segment ends before the batch"
+            );
+            let second = view.read(2, u32::MAX / 2).unwrap();
+            assert_eq!(second.segment_base_offset(), 2, "{mode:?}");
+            assert_eq!(records(&log), (0..4).map(payload).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_full_disk_at_the_roll_before_a_batch_writes_none_of_it() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..2)).unwrap();
+            // Room for one record of the two: the batch rolls first, then finds no space.
+            test_disk::set_free_bytes(Some(0));
+            let refused = log.append(&batch(2..4));
+            test_disk::set_free_bytes(None);
+            let error = refused.unwrap_err();
+            assert!(error.is_refusal(), "{mode:?}: {error}");
+            assert_eq!(log.view().high_watermark(), 2, "{mode:?}");
+            assert_eq!(records(&log), (0..2).map(payload).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
     fn space_running_out_after_part_of_a_batch_was_written_is_not_a_refusal() {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
             log.append(&batch(0..2)).unwrap();
-            // Room for the batch's first record in this segment (MAPPED reserved it with the
-            // first batch; FILE needs its bytes), none for the second after the roll.
+            // A batch larger than a whole segment (4 records, room for 3) must be split. Room
+            // for its first record in this segment (MAPPED reserved it with the first batch;
+            // FILE needs its bytes), none for the rest after the roll.
             let free = match mode {
                 WriteMode::Mapped => 0,
                 WriteMode::File => (PAYLOAD_BYTES + 8) as u64,
             };
             test_disk::set_free_bytes(Some(free));
-            let failed = log.append(&batch(2..4));
+            let failed = log.append(&batch(2..6));
             test_disk::set_free_bytes(None);
             let error = failed.unwrap_err();
             assert!(
