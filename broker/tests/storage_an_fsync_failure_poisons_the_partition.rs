@@ -2,8 +2,9 @@
 //! every later append fails loudly with the cause instead of pretending to succeed.
 //!
 //! A healthy disk does not fail fsync on demand, so the failure is injected through the storage's
-//! fsync seam (`Partition::test_hooks().fail_next_fsync()`); the writer's handling of the error
-//! is the real code path.
+//! fsync seam (`Partition::test_hooks().fail_next_fsync()`, or `fail_next_directory_fsync()` for
+//! the directory fsync of a segment roll); the writer's handling of the error is the real code
+//! path.
 
 mod storage_support;
 
@@ -70,6 +71,49 @@ async fn a_failed_fsync_while_rolling_poisons_the_partition() {
             matches!(failed, Err(StorageError::Io { .. })),
             "{mode:?}: {failed:?}"
         );
+        assert!(matches!(
+            partition
+                .append(records(&[[3u8; 1]]), AckPolicy::Written)
+                .await,
+            Err(StorageError::Poisoned { .. })
+        ));
+        assert_eq!(partition.high_watermark(), 1, "{mode:?}");
+        assert!(storage.close().is_err());
+    }
+}
+
+#[tokio::test]
+async fn a_failed_directory_fsync_after_a_roll_poisons_the_partition() {
+    // A new segment's name survives a power loss only once its directory is fsynced (SPEC §3),
+    // so the roll must fsync the directory — and a failure of that fsync must poison like any
+    // other. Only directory fsyncs are failed here: if the roll skipped its directory fsync, the
+    // append would succeed and this test fail.
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&config(dir.path(), mode, 100)).unwrap();
+        let partition = partition(&storage);
+        partition
+            .append(records(&[[1u8; 60]]), AckPolicy::Written)
+            .await
+            .unwrap();
+        partition.test_hooks().fail_next_directory_fsync();
+        // The next record does not fit: the roll seals this segment, creates the next one, and
+        // fsyncs the directory, which fails.
+        let failed = partition
+            .append(records(&[[2u8; 60]]), AckPolicy::Written)
+            .await;
+        match &failed {
+            Err(error @ StorageError::Io { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains("fsync of directory"), "{message}");
+                assert!(
+                    message.contains("injected directory fsync failure"),
+                    "{message}"
+                );
+            }
+            other => panic!("{mode:?}: expected an I/O error, got {other:?}"),
+        }
+        assert!(partition.stats().poisoned, "{mode:?}");
         assert!(matches!(
             partition
                 .append(records(&[[3u8; 1]]), AckPolicy::Written)

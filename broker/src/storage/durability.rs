@@ -1,7 +1,8 @@
 //! Every fsync the storage issues, in one place.
 //!
 //! Going through one type does three things: it counts the calls (metrics, stats), it lets tests
-//! inject a failure ([`TestHooks::fail_next_fsync`]), and it keeps the rules in one spot:
+//! inject a failure ([`TestHooks::fail_next_fsync`], [`TestHooks::fail_next_directory_fsync`]),
+//! and it keeps the rules in one spot:
 //!
 //! * segment data: `fdatasync` (`File::sync_data`) — it also persists the file size, which is
 //!   all the metadata a reader needs; in MAPPED mode it follows an `msync` of the dirty range;
@@ -43,8 +44,11 @@ impl Durability {
 
     /// `fsync` of a directory, making created, renamed and removed names durable.
     pub(crate) fn sync_dir(&self, dir: &Path) -> Result<(), StorageError> {
-        self.call(|| File::open(dir)?.sync_all())
-            .context(|| format!("fsync of directory {}", dir.display()))
+        self.call(|| match self.hooks.take_directory_fsync_failure() {
+            Some(injected) => Err(injected),
+            None => File::open(dir)?.sync_all(),
+        })
+        .context(|| format!("fsync of directory {}", dir.display()))
     }
 
     fn call(&self, sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {

@@ -18,6 +18,7 @@ use std::sync::{Condvar, Mutex};
 #[derive(Debug, Default)]
 pub struct TestHooks {
     fail_next_fsync: AtomicBool,
+    fail_next_directory_fsync: AtomicBool,
     /// True while a test holds the writer.
     writer_paused: Mutex<bool>,
     writer_resumed: Condvar,
@@ -27,6 +28,14 @@ impl TestHooks {
     /// Makes the next fsync (or fdatasync) issued by this partition fail with an I/O error.
     pub fn fail_next_fsync(&self) {
         self.fail_next_fsync.store(true, Ordering::SeqCst);
+    }
+
+    /// Makes the next *directory* fsync issued by this partition fail with an I/O error, leaving
+    /// file fsyncs alone: a test can then tell that a directory fsync happened where it must
+    /// (after a segment roll), which failing "the next fsync" cannot, as a data fsync may come
+    /// first or instead.
+    pub fn fail_next_directory_fsync(&self) {
+        self.fail_next_directory_fsync.store(true, Ordering::SeqCst);
     }
 
     /// Holds the partition's writer before it drains its queue, for as long as the returned
@@ -41,6 +50,13 @@ impl TestHooks {
         self.fail_next_fsync
             .swap(false, Ordering::SeqCst)
             .then(|| std::io::Error::other("injected fsync failure (test hook)"))
+    }
+
+    /// Returns the injected directory fsync failure, once, if one is armed.
+    pub(crate) fn take_directory_fsync_failure(&self) -> Option<std::io::Error> {
+        self.fail_next_directory_fsync
+            .swap(false, Ordering::SeqCst)
+            .then(|| std::io::Error::other("injected directory fsync failure (test hook)"))
     }
 
     /// Called by the writer before it drains its queue: waits while a test holds it.
