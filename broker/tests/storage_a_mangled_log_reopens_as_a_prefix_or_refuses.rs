@@ -1,17 +1,25 @@
-//! Whatever happens to the bytes of a closed log — cut at any point, bytes flipped anywhere,
-//! an unclean MAPPED tail — reopening either yields a prefix of the records written, each intact,
-//! or refuses with `Corrupt`. It never panics and never returns an altered record.
+//! Whatever happens to the bytes of a closed log of several segments — cut at any point, bytes
+//! flipped anywhere, a record length zeroed, an unclean MAPPED tail, sealed segments a crash left
+//! untrimmed — reopening either yields a prefix of the records written, each intact, or refuses
+//! with `Corrupt` and leaves every file of the partition byte for byte as it was. It never
+//! panics, never returns an altered record, and never cuts anything it then refuses.
 
 mod storage_support;
 
 use std::os::unix::fs::FileExt;
 
 use booblik_broker::storage::{StorageError, WriteMode};
-use booblik_protocol::AckPolicy;
+use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use proptest::prelude::*;
-use storage_support::{config, open, partition, payload, read_all, records, segment_files};
+use storage_support::{
+    config, open, partition, partition_dir, payload, read_all, records, segment_files,
+};
 
+/// Small enough that most generated logs span several segments, so damage lands in sealed
+/// segments as often as in the last one.
 const SEGMENT_BYTES: u64 = 1024;
+/// Bytes of a record's length field.
+const LENGTH_FIELD_BYTES: usize = 4;
 
 /// One thing done to the files: which segment (as a fraction of the segment count), and what.
 #[derive(Debug, Clone)]
@@ -20,6 +28,9 @@ enum Mangle {
     Truncate { segment: f64, at: f64 },
     /// XOR the byte at `at` (a fraction of the length) with `mask` (never 0).
     Flip { segment: f64, at: f64, mask: u8 },
+    /// Zero the length field of one record of the segment (`record`: a fraction of its count).
+    /// A random flip almost never produces a zero length; bit rot or a lost page can.
+    ZeroLength { segment: f64, record: f64 },
 }
 
 fn mangle() -> impl Strategy<Value = Mangle> {
@@ -30,7 +41,40 @@ fn mangle() -> impl Strategy<Value = Mangle> {
             at,
             mask
         }),
+        (0.0..1.0f64, 0.0..1.0f64)
+            .prop_map(|(segment, record)| Mangle::ZeroLength { segment, record }),
     ]
+}
+
+/// Byte positions of the records of a segment file, walking its length fields from byte 0 up
+/// to the first one that is not positive or runs past the end.
+fn record_positions(bytes: &[u8]) -> Vec<usize> {
+    let mut positions = Vec::new();
+    let mut at = 0;
+    while let Some(field) = bytes.get(at..at + LENGTH_FIELD_BYTES) {
+        let len = i32::from_be_bytes(field.try_into().unwrap());
+        let Ok(len) = usize::try_from(len) else { break };
+        let end = at + RECORD_HEADER_BYTES + len;
+        if len == 0 || end > bytes.len() {
+            break;
+        }
+        positions.push(at);
+        at = end;
+    }
+    positions
+}
+
+/// Every file of the partition directory, by name, with its bytes.
+fn snapshot(data_dir: &std::path::Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(partition_dir(data_dir))
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (entry.file_name(), std::fs::read(entry.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn apply(data_dir: &std::path::Path, mangle: &Mangle) {
@@ -60,15 +104,37 @@ fn apply(data_dir: &std::path::Path, mangle: &Mangle) {
             file.read_exact_at(&mut byte, position).unwrap();
             file.write_all_at(&[byte[0] ^ mask], position).unwrap();
         }
+        Mangle::ZeroLength { segment, record } => {
+            let path = pick(segment);
+            let positions = record_positions(&std::fs::read(path).unwrap());
+            if positions.is_empty() {
+                return;
+            }
+            let n = ((record * positions.len() as f64) as usize).min(positions.len() - 1);
+            let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            file.write_all_at(&[0; LENGTH_FIELD_BYTES], positions[n] as u64)
+                .unwrap();
+        }
     }
 }
 
-fn check(
+/// How the files were left before the mangling.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
     mapped: bool,
-    lens: &[usize],
+    /// MAPPED: the last segment still pre-sized with zeros, as a crash leaves it.
     unclean_mapped_tail: bool,
-    mangles: &[Mangle],
-) -> Result<(), TestCaseError> {
+    /// MAPPED: the sealed segments still pre-sized too, as a crash right after rolls leaves
+    /// them (their trim need not be durable).
+    untrimmed_sealed_segments: bool,
+}
+
+fn check(shape: Shape, lens: &[usize], mangles: &[Mangle]) -> Result<(), TestCaseError> {
+    let Shape {
+        mapped,
+        unclean_mapped_tail,
+        untrimmed_sealed_segments,
+    } = shape;
     let mode = if mapped {
         WriteMode::Mapped
     } else {
@@ -97,20 +163,22 @@ fn check(
         });
         storage.close().unwrap();
     }
-    if unclean_mapped_tail {
-        // What a crash leaves in MAPPED mode: the last segment still pre-sized with zeros.
-        let files = segment_files(dir.path());
-        let last = files.last().unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(last)
-            .unwrap()
-            .set_len(SEGMENT_BYTES)
-            .unwrap();
+    let files = segment_files(dir.path());
+    for (n, path) in files.iter().enumerate() {
+        let is_last = n + 1 == files.len();
+        if (is_last && unclean_mapped_tail) || (!is_last && untrimmed_sealed_segments) {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_len(SEGMENT_BYTES)
+                .unwrap();
+        }
     }
     for m in mangles {
         apply(dir.path(), m);
     }
+    let before = snapshot(dir.path());
     match open(&config) {
         Ok(storage) => {
             let partition = partition(&storage);
@@ -129,7 +197,14 @@ fn check(
             prop_assert_eq!(next.base_offset, log.len() as i64);
             storage.close().unwrap();
         }
-        Err(StorageError::Corrupt { .. }) => {}
+        Err(StorageError::Corrupt { .. }) => {
+            // Refusing is only honest if nothing was cut first: the operator must find the
+            // files as the damage left them.
+            prop_assert!(
+                snapshot(dir.path()) == before,
+                "a refused open changed the files of the partition"
+            );
+        }
         Err(other) => return Err(TestCaseError::fail(format!("unexpected error: {other}"))),
     }
     Ok(())
@@ -143,9 +218,15 @@ proptest! {
         mapped in any::<bool>(),
         lens in proptest::collection::vec(1usize..300, 1..40),
         unclean_mapped_tail in any::<bool>(),
+        untrimmed_sealed_segments in any::<bool>(),
         mangles in proptest::collection::vec(mangle(), 1..4),
     ) {
-        check(mapped, &lens, unclean_mapped_tail && mapped, &mangles)?;
+        let shape = Shape {
+            mapped,
+            unclean_mapped_tail: unclean_mapped_tail && mapped,
+            untrimmed_sealed_segments: untrimmed_sealed_segments && mapped,
+        };
+        check(shape, &lens, &mangles)?;
     }
 }
 
@@ -153,6 +234,30 @@ proptest! {
 fn an_untouched_log_reopens_whole() {
     // The property's baseline: with no damage, everything comes back.
     for mapped in [true, false] {
-        check(mapped, &[5, 100, 300, 7, 250, 250, 1], mapped, &[]).unwrap();
+        let shape = Shape {
+            mapped,
+            unclean_mapped_tail: mapped,
+            untrimmed_sealed_segments: mapped,
+        };
+        check(shape, &[5, 100, 300, 7, 250, 250, 1], &[]).unwrap();
+    }
+}
+
+#[test]
+fn a_zeroed_length_in_a_sealed_segment_refuses_and_changes_nothing() {
+    // A case the property must catch, pinned: the first record of the first of several
+    // segments. Cutting there would delete acknowledged records of a sealed segment.
+    for mapped in [true, false] {
+        let shape = Shape {
+            mapped,
+            unclean_mapped_tail: false,
+            untrimmed_sealed_segments: false,
+        };
+        let lens = [200; 12];
+        let zero_first = Mangle::ZeroLength {
+            segment: 0.0,
+            record: 0.0,
+        };
+        check(shape, &lens, &[zero_first]).unwrap();
     }
 }

@@ -8,29 +8,38 @@
 //!    of retention and are removed.
 //! 2. Records are read from the start of each segment until the first one that is not a whole,
 //!    valid record. Where and how the scan stops is classified:
-//!    * the file ends after a whole record, or a **zero length** follows (the unwritten tail of a
-//!      MAPPED segment): the clean end of the segment;
+//!    * the file ends after a whole record: the clean end of the segment;
+//!    * a **zero length** follows: the end of the records (the unwritten tail of a MAPPED
+//!      segment, or a MAPPED record whose length was not yet written) — see rule 3 for what
+//!      may come after it;
 //!    * the last record **runs past the end** of the file (or its header is cut): a torn write;
 //!    * a whole record whose **CRC does not match**, with no valid record right after it: a torn
 //!      write (after a power loss, un-synced pages may persist in any order);
 //!    * a whole record whose CRC does not match **followed by a valid record**, or a **negative
 //!      length** (no writer ever produces one): corruption of committed data.
 //! 3. Only the *last* segment may end in a torn write: a segment is fsynced before the next one
-//!    is created, so damage anywhere else is corruption.
-//! 4. A torn tail is cut off (truncated) and the truncation is fsynced, so the next append
-//!    reuses the offset of the discarded record. In MAPPED mode the tail is cut to the valid end
-//!    too, which also throws away any half-written bytes beyond the zero length; the writer then
-//!    re-extends the file with zeros.
-//! 5. Offsets must fit an `int64`, and so must the offset after the last record (the high
+//!    is created, so damage anywhere else is corruption. A *sealed* (not last) segment may end
+//!    in a zero length only if nothing but zeros follows it (a MAPPED segment whose trim at the
+//!    roll was not yet durable) and the next segment starts right after its records; otherwise
+//!    the zero is a damaged length hiding acknowledged records, and that is corruption.
+//! 4. **Decide, then cut.** Every segment is examined and the continuity checked before any file
+//!    is changed: a refused partition is left byte for byte as it was (the leftover
+//!    `*.deleted` files too), so an operator can restore or inspect it.
+//! 5. Once the partition is accepted, the last segment's torn tail (or zero-length tail) is cut
+//!    off (truncated) and the truncation fsynced, so the next append reuses the offset of the
+//!    discarded record. In MAPPED mode the writer then re-extends the file with zeros. A sealed
+//!    segment's tail of zeros is trimmed the same way; it holds no data.
+//! 6. Offsets must fit an `int64`, and so must the offset after the last record (the high
 //!    watermark): a segment whose name is twenty digits above `i64::MAX`, or whose base offset
-//!    plus record count passes `i64::MAX`, is refused as corruption ("offsets overflow") before
-//!    anything is cut. No writer produces either; a hand-made or damaged file name does.
-//! 6. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
+//!    plus record count passes `i64::MAX`, is refused as corruption ("offsets overflow").
+//!    No writer produces either; a hand-made or damaged file name does.
+//! 7. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
 //!    and byte position, because cutting there would silently delete acknowledged records.
 //!
-//! A corrupted *length* field hides where the next record starts, so that case cannot be told
-//! apart from a torn write when it hits the last segment; it is cut like one and logged at
-//! `warn` with the number of bytes discarded.
+//! A corrupted *length* field hides where the next record starts, so in the last segment it
+//! cannot be told apart from a torn write; it is cut like one and logged at `warn` with the
+//! number of bytes discarded. A zero length counts as such when anything but zeros follows it
+//! within [`TAIL_PEEK_BYTES`]; a tail of zeros is unwritten space, cleared with an `info` line.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -50,6 +59,10 @@ use super::segment::{
 
 /// Bytes read at a time while validating a segment (more when one record is larger).
 const RECOVERY_CHUNK_BYTES: usize = 1024 * 1024;
+/// Bytes after a zero length in the last segment looked at to tell unwritten space (zeros) from
+/// a torn or damaged record, only to choose the log level of the cut. Bounded so an unclean stop
+/// does not read a whole pre-sized MAPPED segment of zeros.
+const TAIL_PEEK_BYTES: u64 = 64 * 1024;
 /// How the reason of a [`StorageError::Corrupt`] starts when offsets cannot be represented.
 const OFFSETS_OVERFLOW: &str = "offsets overflow";
 
@@ -68,7 +81,7 @@ pub(crate) struct RecoveredSegment {
 pub(crate) enum ScanStop {
     /// The file ends exactly after the last whole record.
     Clean,
-    /// A zero length follows the last whole record: unwritten space.
+    /// A zero length follows the last whole record.
     ZeroLength,
     /// A torn write follows the last whole record.
     Torn {
@@ -92,46 +105,110 @@ pub(crate) struct ScanOutcome {
     pub(crate) stop: ScanStop,
 }
 
+/// What recovery changes in one segment file once the whole partition is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Repair {
+    /// The file ends after its last record.
+    Keep,
+    /// The last segment: cut the tail behind its records (a torn write, or bytes behind a zero
+    /// length that are not all zeros), loudly.
+    CutTornTail { reason: String },
+    /// Zeros only behind the records: the unwritten space of a MAPPED segment.
+    ClearZeroTail,
+}
+
+/// One segment, validated but not yet changed.
+#[derive(Debug)]
+struct ExaminedSegment {
+    segment: RecoveredSegment,
+    file_len: u64,
+    /// The scan stopped at a zero length (rather than the end of the file).
+    zero_length: bool,
+    repair: Repair,
+}
+
 /// Recovers every segment of the partition in `dir`, oldest first. An empty result means an
-/// empty directory.
+/// empty directory. Nothing on disk is changed unless the whole partition is accepted.
 pub(crate) fn recover_partition(
     dir: &Path,
     index_interval_bytes: u32,
     durability: &Durability,
 ) -> Result<Vec<RecoveredSegment>, StorageError> {
-    let found = list_segments(dir, durability)?;
-    let count = found.len();
-    let mut recovered: Vec<RecoveredSegment> = Vec::with_capacity(count);
-    for (n, (base_offset, path)) in found.into_iter().enumerate() {
+    let listing = list_segments(dir)?;
+    let count = listing.segments.len();
+    let mut examined: Vec<ExaminedSegment> = Vec::with_capacity(count);
+    for (n, (base_offset, path)) in listing.segments.into_iter().enumerate() {
         let is_last = n + 1 == count;
-        let segment =
-            recover_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
-        if let Some(previous) = recovered.last() {
-            // `recover_segment` checked that this sum fits.
-            let expected = offset_after(previous.base_offset, u64::from(previous.end.record_count));
-            if Some(segment.base_offset) != expected {
-                let expected =
-                    expected.map_or_else(|| "past i64::MAX".to_owned(), |e| e.to_string());
-                return Err(StorageError::Corrupt {
-                    path: segment.path,
-                    position: 0,
-                    reason: format!(
-                        "segment starts at offset {} but the previous segment ({}) ends at offset {expected}",
-                        segment.base_offset,
-                        previous.path.display()
-                    ),
-                });
-            }
+        let segment = examine_segment(base_offset, path, is_last, index_interval_bytes)?;
+        if let Some(previous) = examined.last() {
+            check_continuity(previous, &segment.segment)?;
         }
-        recovered.push(segment);
+        examined.push(segment);
     }
-    Ok(recovered)
+    // Accepted: only now is anything changed on disk.
+    remove_leftovers(dir, &listing.leftovers, durability)?;
+    examined
+        .into_iter()
+        .map(|segment| repair(segment, durability))
+        .collect()
 }
 
-/// The segment files in `dir`, sorted by base offset. Removes leftover `*.deleted` files.
-fn list_segments(dir: &Path, durability: &Durability) -> Result<Vec<(i64, PathBuf)>, StorageError> {
+/// `Corrupt` unless `next` starts exactly where `previous` ends.
+fn check_continuity(
+    previous: &ExaminedSegment,
+    next: &RecoveredSegment,
+) -> Result<(), StorageError> {
+    let before = &previous.segment;
+    // `examine_segment` checked that this sum fits.
+    let expected = offset_after(before.base_offset, u64::from(before.end.record_count));
+    if Some(next.base_offset) == expected {
+        return Ok(());
+    }
+    match expected {
+        // Records are missing right where a sealed segment's scan met a zero length: the zero
+        // is most likely a damaged length (or a lost page) hiding them, so name that spot.
+        Some(expected) if previous.zero_length && next.base_offset > expected => {
+            Err(StorageError::Corrupt {
+                path: before.path.clone(),
+                position: u64::from(before.end.position),
+                reason: format!(
+                    "zero record length at byte {}, but the next segment ({}) starts at offset \
+                     {}: records {expected}..{} are missing",
+                    before.end.position,
+                    next.path.display(),
+                    next.base_offset,
+                    next.base_offset,
+                ),
+            })
+        }
+        _ => {
+            let expected = expected.map_or_else(|| "past i64::MAX".to_owned(), |e| e.to_string());
+            Err(StorageError::Corrupt {
+                path: next.path.clone(),
+                position: 0,
+                reason: format!(
+                    "segment starts at offset {} but the previous segment ({}) ends at offset {expected}",
+                    next.base_offset,
+                    before.path.display()
+                ),
+            })
+        }
+    }
+}
+
+/// What a partition directory holds.
+#[derive(Debug)]
+struct Listing {
+    /// The segment files, sorted by base offset.
+    segments: Vec<(i64, PathBuf)>,
+    /// `*.deleted` files retention left behind; removed once the partition is accepted.
+    leftovers: Vec<PathBuf>,
+}
+
+/// The segment files in `dir`, sorted by base offset, and the leftover `*.deleted` files.
+fn list_segments(dir: &Path) -> Result<Listing, StorageError> {
     let mut segments = Vec::new();
-    let mut removed_leftovers = false;
+    let mut leftovers = Vec::new();
     let entries = std::fs::read_dir(dir).context(|| format!("listing {}", dir.display()))?;
     for entry in entries {
         let entry = entry.context(|| format!("listing {}", dir.display()))?;
@@ -141,10 +218,7 @@ fn list_segments(dir: &Path, durability: &Durability) -> Result<Vec<(i64, PathBu
         };
         let path = entry.path();
         if name.ends_with(DELETED_SUFFIX) {
-            std::fs::remove_file(&path)
-                .context(|| format!("removing retired segment {}", path.display()))?;
-            info!(path = %path.display(), "removed a segment retired before the last stop");
-            removed_leftovers = true;
+            leftovers.push(path);
         } else {
             match parse_segment_file_name(name) {
                 SegmentFileName::Segment(base_offset) => segments.push((base_offset, path)),
@@ -165,20 +239,37 @@ fn list_segments(dir: &Path, durability: &Durability) -> Result<Vec<(i64, PathBu
             }
         }
     }
-    if removed_leftovers {
-        durability.sync_dir(dir)?;
-    }
     segments.sort_unstable_by_key(|(base, _)| *base);
-    Ok(segments)
+    Ok(Listing {
+        segments,
+        leftovers,
+    })
 }
 
-fn recover_segment(
+/// Removes the segments retention retired before the last stop, then fsyncs `dir`.
+fn remove_leftovers(
+    dir: &Path,
+    leftovers: &[PathBuf],
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    for path in leftovers {
+        std::fs::remove_file(path)
+            .context(|| format!("removing retired segment {}", path.display()))?;
+        info!(path = %path.display(), "removed a segment retired before the last stop");
+    }
+    if !leftovers.is_empty() {
+        durability.sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Validates one segment and decides what recovery will do to it, without changing it.
+fn examine_segment(
     base_offset: i64,
     path: PathBuf,
     is_last: bool,
     index_interval_bytes: u32,
-    durability: &Durability,
-) -> Result<RecoveredSegment, StorageError> {
+) -> Result<ExaminedSegment, StorageError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -197,7 +288,7 @@ fn recover_segment(
     }
     let outcome = scan_segment(&file, file_len, index_interval_bytes)
         .context(|| format!("reading segment {}", path.display()))?;
-    // Before any repair: a log whose offsets cannot be counted is refused as it is.
+    // A log whose offsets cannot be counted is refused as it is.
     if offset_after(base_offset, u64::from(outcome.end.record_count)).is_none() {
         return Err(StorageError::Corrupt {
             path,
@@ -210,39 +301,50 @@ fn recover_segment(
         });
     }
     let end = u64::from(outcome.end.position);
-    match outcome.stop {
-        ScanStop::Clean => {}
+    let zero_length = outcome.stop == ScanStop::ZeroLength;
+    let repair = match outcome.stop {
+        ScanStop::Clean => Repair::Keep,
+        ScanStop::ZeroLength if is_last => {
+            // Only the log level depends on what follows; the tail is cut either way.
+            let peek_end = file_len.min(end.saturating_add(TAIL_PEEK_BYTES));
+            match first_nonzero_byte(&file, end, peek_end)
+                .context(|| format!("reading segment {}", path.display()))?
+            {
+                None => Repair::ClearZeroTail,
+                Some(at) => Repair::CutTornTail {
+                    reason: format!(
+                        "zero record length at byte {end} followed by non-zero bytes (byte {at}): \
+                         a record whose length was not yet written, or a damaged length"
+                    ),
+                },
+            }
+        }
         ScanStop::ZeroLength => {
-            if file_len > end {
-                // A MAPPED segment that was not closed cleanly (or not trimmed when sealed).
-                // Cutting it also drops any half-written record behind the zero length.
-                cut_tail(&file, &path, end, durability)?;
-                if is_last {
-                    info!(
-                        path = %path.display(),
-                        end,
-                        file_len,
-                        "cleared the unwritten tail of the last segment (unclean stop)"
-                    );
+            // A sealed segment: zeros behind its records are a trim that was not yet durable;
+            // anything else means the zero replaced the length of a record that is still there.
+            match first_nonzero_byte(&file, end, file_len)
+                .context(|| format!("reading segment {}", path.display()))?
+            {
+                None => Repair::ClearZeroTail,
+                Some(at) => {
+                    return Err(StorageError::Corrupt {
+                        path,
+                        position: end,
+                        reason: format!(
+                            "zero record length at byte {end} in a segment that is not the \
+                             last, with non-zero bytes after it (byte {at})"
+                        ),
+                    });
                 }
             }
         }
+        ScanStop::Torn { reason } if is_last => Repair::CutTornTail { reason },
         ScanStop::Torn { reason } => {
-            if !is_last {
-                return Err(StorageError::Corrupt {
-                    path,
-                    position: end,
-                    reason: format!("{reason}, in a segment that is not the last"),
-                });
-            }
-            cut_tail(&file, &path, end, durability)?;
-            warn!(
-                path = %path.display(),
-                position = end,
-                discarded_bytes = file_len - end,
-                %reason,
-                "discarded a torn write at the end of the log"
-            );
+            return Err(StorageError::Corrupt {
+                path,
+                position: end,
+                reason: format!("{reason}, in a segment that is not the last"),
+            });
         }
         ScanStop::Corrupt { position, reason } => {
             return Err(StorageError::Corrupt {
@@ -251,14 +353,74 @@ fn recover_segment(
                 reason,
             });
         }
-    }
-    Ok(RecoveredSegment {
-        base_offset,
-        path,
-        file,
-        end: outcome.end,
-        index: outcome.index,
+    };
+    Ok(ExaminedSegment {
+        segment: RecoveredSegment {
+            base_offset,
+            path,
+            file,
+            end: outcome.end,
+            index: outcome.index,
+        },
+        file_len,
+        zero_length,
+        repair,
     })
+}
+
+/// Applies the repair recovery decided on for one segment of an accepted partition.
+fn repair(
+    examined: ExaminedSegment,
+    durability: &Durability,
+) -> Result<RecoveredSegment, StorageError> {
+    let ExaminedSegment {
+        segment,
+        file_len,
+        repair,
+        ..
+    } = examined;
+    let end = u64::from(segment.end.position);
+    match repair {
+        Repair::Keep => {}
+        Repair::ClearZeroTail => {
+            // A MAPPED segment that was not closed cleanly, or not trimmed durably when sealed.
+            cut_tail(&segment.file, &segment.path, end, durability)?;
+            info!(
+                path = %segment.path.display(),
+                end,
+                file_len,
+                cleared_bytes = file_len - end,
+                "cleared the unwritten tail (zeros) of a segment after an unclean stop"
+            );
+        }
+        Repair::CutTornTail { reason } => {
+            cut_tail(&segment.file, &segment.path, end, durability)?;
+            warn!(
+                path = %segment.path.display(),
+                position = end,
+                discarded_bytes = file_len - end,
+                %reason,
+                "discarded a torn write at the end of the log"
+            );
+        }
+    }
+    Ok(segment)
+}
+
+/// Position of the first byte in `from..to` of `file` that is not zero. Reads one bounded
+/// chunk at a time.
+fn first_nonzero_byte(file: &File, from: u64, to: u64) -> std::io::Result<Option<u64>> {
+    let mut buf = vec![0u8; (to.saturating_sub(from)).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+    let mut position = from;
+    while position < to {
+        let chunk = &mut buf[..(to - position).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+        file.read_exact_at(chunk, position)?;
+        if let Some(at) = chunk.iter().position(|&b| b != 0) {
+            return Ok(Some(position + at as u64));
+        }
+        position += chunk.len() as u64;
+    }
+    Ok(None)
 }
 
 /// Truncates `file` to `len` bytes and fsyncs the truncation.
@@ -478,6 +640,124 @@ mod tests {
         let outcome = scan(&bytes);
         assert_eq!(outcome.stop, ScanStop::Clean);
         assert_eq!(outcome.end.record_count, 3);
+    }
+
+    fn durability() -> Durability {
+        Durability::new(
+            std::sync::Arc::new(crate::storage::hooks::TestHooks::default()),
+            std::sync::Arc::new(crate::storage::metrics::PartitionMetrics::new("t", 0)),
+        )
+    }
+
+    /// A partition directory holding one segment file per `(base offset, bytes)`.
+    fn partition_dir(segments: &[(i64, &[u8])]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (base_offset, bytes) in segments {
+            std::fs::write(dir.path().join(format!("{base_offset:020}.log")), bytes).unwrap();
+        }
+        dir
+    }
+
+    fn recover(dir: &Path) -> Result<Vec<RecoveredSegment>, StorageError> {
+        recover_partition(dir, 4096, &durability())
+    }
+
+    fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap();
+                (path, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn a_sealed_segment_with_a_zero_tail_and_the_right_count_is_accepted_and_trimmed() {
+        // A MAPPED roll whose trim was not durable: two records, then zeros, and the next
+        // segment starts at offset 2.
+        let mut first = records(&[b"a", b"bb"]);
+        first.extend_from_slice(&[0; 200]);
+        let second = records(&[b"c"]);
+        let dir = partition_dir(&[(0, &first), (2, &second)]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered.len(), 2);
+        assert_eq!(recovered[0].end.record_count, 2);
+        assert_eq!(std::fs::metadata(&recovered[0].path).unwrap().len(), 19);
+    }
+
+    #[test]
+    fn a_zero_length_with_bytes_after_it_in_a_sealed_segment_is_corrupt_and_nothing_changes() {
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        first[9..13].copy_from_slice(&[0; 4]);
+        let second = records(&[b"d"]);
+        let dir = partition_dir(&[(0, &first), (3, &second)]);
+        // A retired segment's leftover stays too: it is removed only from an accepted partition.
+        std::fs::write(dir.path().join("00000000000000000000.log.deleted"), b"x").unwrap();
+        let before = files(dir.path());
+        match recover(dir.path()) {
+            Err(StorageError::Corrupt {
+                position, reason, ..
+            }) => {
+                assert_eq!(position, 9);
+                assert!(reason.contains("zero record length at byte 9"), "{reason}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert_eq!(files(dir.path()), before);
+    }
+
+    #[test]
+    fn a_zeroed_tail_hiding_records_of_a_sealed_segment_is_corrupt_and_nothing_changes() {
+        // A lost page: the sealed segment's last two records read as zeros, yet the next
+        // segment starts at offset 3.
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        let len = first.len();
+        first[9..len].fill(0);
+        let second = records(&[b"d"]);
+        let dir = partition_dir(&[(0, &first), (3, &second)]);
+        let before = files(dir.path());
+        match recover(dir.path()) {
+            Err(StorageError::Corrupt {
+                path,
+                position,
+                reason,
+            }) => {
+                assert_eq!(path, dir.path().join("00000000000000000000.log"));
+                assert_eq!(position, 9);
+                assert!(reason.contains("records 1..3 are missing"), "{reason}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert_eq!(files(dir.path()), before);
+    }
+
+    #[test]
+    fn a_torn_last_segment_is_not_cut_when_an_earlier_segment_refuses() {
+        let first = records(&[b"a", b"bb"]);
+        let mut last = records(&[b"c", b"dd"]);
+        last.truncate(last.len() - 1);
+        // A gap: the last segment should start at offset 2.
+        let dir = partition_dir(&[(0, &first), (5, &last)]);
+        let before = files(dir.path());
+        assert!(matches!(
+            recover(dir.path()),
+            Err(StorageError::Corrupt { .. })
+        ));
+        assert_eq!(files(dir.path()), before);
+    }
+
+    #[test]
+    fn a_zero_length_in_the_last_segment_cuts_whatever_follows_it() {
+        let mut last = records(&[b"a", b"bb", b"ccc"]);
+        last[9..13].copy_from_slice(&[0; 4]);
+        let dir = partition_dir(&[(0, &last)]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered[0].end.record_count, 1);
+        assert_eq!(std::fs::metadata(&recovered[0].path).unwrap().len(), 9);
     }
 
     #[test]
