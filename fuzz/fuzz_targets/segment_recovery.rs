@@ -25,16 +25,18 @@
 //! independently of the broker's scanner, predicts the outcome:
 //!
 //! * each segment's valid prefix is its records from byte 0 while they are whole and their CRC
-//!   matches; after it comes a clean end (end of file, or a zero length), a torn write (a cut
-//!   header, a record running past the end, or a CRC mismatch with no valid record right after
-//!   it), or corruption (a negative length, or a CRC mismatch followed by a valid record);
-//! * the log opens iff no segment is corrupt, only the last may be torn, and each segment starts
-//!   where the previous one ends; then it holds exactly the valid prefixes, in order, starting
-//!   at the first segment's base offset.
+//!   matches; after it comes a clean end (end of file), a zero length (followed by zeros only,
+//!   or by anything else), a torn write (a cut header, a record running past the end, or a CRC
+//!   mismatch with no valid record right after it), or corruption (a negative length, or a CRC
+//!   mismatch followed by a valid record);
+//! * the log opens iff no segment is corrupt, only the last may be torn or have anything but
+//!   zeros after a zero length, and each segment starts where the previous one ends; then it
+//!   holds exactly the valid prefixes, in order, starting at the first segment's base offset.
 //!
 //! Beyond "no panic", the target asserts the outcome matches the model (an unexpected
 //! `Corrupt` is a false alarm that would keep a healthy broker down; an unexpected success
-//! means damage was silently accepted), that every record read back has a valid CRC at
+//! means damage was silently accepted), that a refused open left every segment file byte for
+//! byte as it was, that every record read back has a valid CRC at
 //! contiguous offsets, that an append after recovery gets the next offset and reads back, and
 //! that the recovered-then-appended log reopens to the same records.
 
@@ -69,8 +71,11 @@ struct SegmentFile {
 /// How the model says one segment's scan ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
-    /// End of file, or a zero length: the segment ends cleanly.
+    /// End of file: the segment ends cleanly.
     Clean,
+    /// A zero length; `only_zeros` when nothing but zeros follows it (unwritten space). Behind
+    /// anything else the last segment is cut and any other segment is corrupt.
+    ZeroLength { only_zeros: bool },
     /// A torn last write: cut off on recovery if the segment is the last.
     Torn,
     /// Damage recovery must refuse.
@@ -91,7 +96,8 @@ fn model_segment(bytes: &[u8]) -> (Vec<&[u8]>, Stop) {
         }
         let len = i32::from_be_bytes(rest[..4].try_into().unwrap());
         if len == 0 {
-            return (records, Stop::Clean);
+            let only_zeros = rest.iter().all(|&b| b == 0);
+            return (records, Stop::ZeroLength { only_zeros });
         }
         if len < 0 {
             return (records, Stop::Corrupt);
@@ -183,9 +189,9 @@ fn model_log(segments: &[SegmentFile]) -> Option<(i64, Vec<Vec<u8>>)> {
         }
         let (prefix, stop) = model_segment(&segment.bytes);
         match stop {
-            Stop::Clean => {}
-            Stop::Torn if is_last => {}
-            Stop::Torn | Stop::Corrupt => return None,
+            Stop::Clean | Stop::ZeroLength { only_zeros: true } => {}
+            Stop::Torn | Stop::ZeroLength { only_zeros: false } if is_last => {}
+            Stop::Torn | Stop::ZeroLength { only_zeros: false } | Stop::Corrupt => return None,
         }
         expected_base = Some(segment.base_offset + prefix.len() as i64);
         records.extend(prefix.into_iter().map(<[u8]>::to_vec));
@@ -277,7 +283,15 @@ fuzz_target!(|data: &[u8]| {
 
     let storage = match (open(&config), &expected) {
         (Ok(storage), Some(_)) => storage,
-        (Err(StorageError::Corrupt { .. }), None) => return,
+        (Err(StorageError::Corrupt { .. }), None) => {
+            // Refused: nothing may have been cut first.
+            for segment in &segments {
+                let name = format!("{:020}.log", segment.base_offset);
+                let now = std::fs::read(partition_dir.join(&name)).unwrap();
+                assert!(now == segment.bytes, "a refused open changed {name}");
+            }
+            return;
+        }
         (Ok(_), None) => panic!("damaged segments were accepted: {segments:?}"),
         (Err(error), _) => panic!("unexpected outcome {error:?} for {segments:?}"),
     };
