@@ -5,8 +5,8 @@
 //! * **the broker said no** ([`ClientError::Broker`]): the request reached the broker and was
 //!   refused with a protocol [`ErrorCode`]. The connection is fine; retrying the same request
 //!   gets the same answer.
-//! * **refused before sending** ([`ClientError::EmptyRecord`], [`ClientError::RequestTooLarge`],
-//!   [`ClientError::UnknownPartition`], [`ClientError::InvalidTopicName`],
+//! * **refused before sending** ([`ClientError::EmptyRecord`], [`ClientError::RecordTooLarge`],
+//!   [`ClientError::RequestTooLarge`], [`ClientError::UnknownPartition`], [`ClientError::InvalidTopicName`],
 //!   [`ClientError::InvalidConfig`]): the request would break a protocol rule, so it never left
 //!   the process.
 //! * **the connection is gone** ([`ClientError::ConnectionClosed`], [`ClientError::Timeout`],
@@ -120,6 +120,20 @@ pub enum ClientError {
     /// before sending; a broker would answer `CORRUPT_REQUEST`.
     #[error("empty record refused before sending: booblik records are never empty")]
     EmptyRecord,
+
+    /// A record larger than [`MAX_RECORD_PAYLOAD_BYTES`](booblik_protocol::MAX_RECORD_PAYLOAD_BYTES):
+    /// with its header it would not fit one FETCH payload, so no consumer could ever read it.
+    /// Refused before sending; a broker would answer `RECORD_TOO_LARGE`.
+    #[error(
+        "record of {size} bytes refused before sending: larger than {max} bytes, the largest \
+         record a FETCH can return"
+    )]
+    RecordTooLarge {
+        /// The record's payload length.
+        size: usize,
+        /// `MAX_RECORD_PAYLOAD_BYTES`.
+        max: usize,
+    },
 
     /// The request would not fit in one frame (`MAX_FRAME_BYTES`).
     #[error("request of {size} bytes exceeds the frame limit of {max} bytes")]

@@ -43,8 +43,8 @@ pub use frame::{
 };
 pub use partitioner::{fnv1a32, partition_for_key};
 pub use record::{
-    RECORD_HEADER_BYTES, RecordScanner, RecordSet, RecordSetBuilder, ScanEnd, ScannedRecord,
-    crc32c, encode_record, record_bytes,
+    MAX_RECORD_PAYLOAD_BYTES, RECORD_HEADER_BYTES, RecordScanner, RecordSet, RecordSetBuilder,
+    ScanEnd, ScannedRecord, crc32c, encode_record, record_bytes,
 };
 pub use request::{
     AckPolicy, ApiKey, FetchRequest, LongPoll, MetadataRequest, ProduceRequest, Request,

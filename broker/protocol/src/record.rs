@@ -18,10 +18,22 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::WireError;
+use crate::response::MAX_FETCH_PAYLOAD_BYTES;
 use crate::wire::Reader;
 
 /// `int32 length` + `int32 crc32c`.
 pub const RECORD_HEADER_BYTES: usize = 8;
+
+/// Largest payload a record may have: 8 MiB − 26 = 8 388 582 bytes, so that the record with its
+/// header fits one FETCH payload ([`MAX_FETCH_PAYLOAD_BYTES`]).
+///
+/// A FETCH payload is raw segment bytes (records with their 8-byte headers) and never more than
+/// `MAX_FETCH_PAYLOAD_BYTES`, so a larger record could be written but no FETCH could ever return
+/// it whole: every consumer reaching it would stop there for good. A PRODUCE frame alone does not
+/// prevent that — to a topic of one or two characters it has room for a payload up to 2 bytes
+/// larger — so a broker refuses a larger record with RECORD_TOO_LARGE and a client refuses it
+/// before sending ([`RecordSetBuilder::push`]).
+pub const MAX_RECORD_PAYLOAD_BYTES: usize = MAX_FETCH_PAYLOAD_BYTES - RECORD_HEADER_BYTES;
 
 /// CRC-32C (Castagnoli) of `bytes`, as stored in a record header.
 pub fn crc32c(bytes: &[u8]) -> u32 {
@@ -328,7 +340,9 @@ impl RecordSetBuilder {
         Self::default()
     }
 
-    /// Appends a payload. Refuses an empty one.
+    /// Appends a payload. Refuses an empty one and one larger than
+    /// [`MAX_RECORD_PAYLOAD_BYTES`] (no FETCH could return it); a refused payload leaves the
+    /// builder as it was.
     pub fn push(&mut self, payload: &[u8]) -> Result<(), WireError> {
         if payload.is_empty() {
             return Err(WireError::InvalidField {
@@ -337,12 +351,16 @@ impl RecordSetBuilder {
                 reason: "records are never empty",
             });
         }
-        let size = i32::try_from(payload.len()).map_err(|_| WireError::InvalidField {
-            field: "record size",
-            value: payload.len() as i64,
-            reason: "larger than an int32",
-        })?;
-        self.bytes.put_i32(size);
+        if payload.len() > MAX_RECORD_PAYLOAD_BYTES {
+            return Err(WireError::InvalidField {
+                field: "record size",
+                value: payload.len() as i64,
+                reason: "larger than MAX_RECORD_PAYLOAD_BYTES (8 MiB - 26): \
+                         no FETCH could return the record",
+            });
+        }
+        // Below MAX_RECORD_PAYLOAD_BYTES, so it fits an int32.
+        self.bytes.put_i32(payload.len() as i32);
         self.bytes.put_slice(payload);
         self.count += 1;
         Ok(())

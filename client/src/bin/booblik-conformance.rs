@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow};
 use booblik_client::connection::MAX_FETCH_BYTES;
 use booblik_client::{AckPolicy, Batch, ClientError, Connection, ConnectionConfig, Topic};
-use booblik_protocol::{ErrorCode, FetchRequest, RecordSet, TopicName};
+use booblik_protocol::{ErrorCode, FetchRequest, MAX_RECORD_PAYLOAD_BYTES, RecordSet, TopicName};
 
 /// What `capabilities` calls this client.
 const CLIENT_NAME: &str = "booblik-rs";
@@ -141,6 +141,7 @@ fn refusal(error: &ClientError) -> Option<ErrorCode> {
             Some(ErrorCode::CorruptRequest)
         }
         ClientError::UnknownPartition { .. } => Some(ErrorCode::UnknownTopicOrPartition),
+        ClientError::RecordTooLarge { .. } => Some(ErrorCode::RecordTooLarge),
         _ => None,
     }
 }
@@ -248,6 +249,17 @@ async fn produce_keyed(connection: &Connection, args: &[&str]) -> Result<Answer,
 fn record_set(payloads: &[Vec<u8>]) -> Result<RecordSet, Failure> {
     if payloads.iter().any(Vec::is_empty) {
         return Err(ClientError::EmptyRecord.into());
+    }
+    if let Some(size) = payloads
+        .iter()
+        .map(Vec::len)
+        .find(|&size| size > MAX_RECORD_PAYLOAD_BYTES)
+    {
+        return Err(ClientError::RecordTooLarge {
+            size,
+            max: MAX_RECORD_PAYLOAD_BYTES,
+        }
+        .into());
     }
     RecordSet::from_payloads(payloads)
         .map_err(|e| Failure::Client(anyhow!(e).context("building the record set")))

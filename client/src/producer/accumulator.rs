@@ -79,7 +79,8 @@ impl<B: Default> Accumulator<B> {
     /// record.
     ///
     /// # Panics
-    /// On an empty payload: the producer refuses those before they get here.
+    /// On an empty payload or one above `MAX_RECORD_PAYLOAD_BYTES`: the producer refuses those
+    /// before they get here.
     pub(crate) fn append<R>(
         &mut self,
         partition: i32,
@@ -109,7 +110,7 @@ impl<B: Default> Accumulator<B> {
         let index = open.builder.count();
         open.builder
             .push(payload)
-            .expect("empty records are refused before they reach the accumulator");
+            .expect("empty and oversized records are refused before they reach the accumulator");
         let attached = attach(&mut open.state, index);
         if open.builder.wire_bytes() >= self.max_batch_bytes {
             self.close(partition);

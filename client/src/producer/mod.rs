@@ -16,8 +16,9 @@
 //!
 //! * Refusals that need no broker reach the caller from `send` itself: an empty record
 //!   ([`ClientError::EmptyRecord`]), a partition the topic does not have
-//!   ([`ClientError::UnknownPartition`]), a record too large for any frame
-//!   ([`ClientError::RequestTooLarge`]).
+//!   ([`ClientError::UnknownPartition`]), a record larger than any FETCH can return
+//!   ([`ClientError::RecordTooLarge`], above `MAX_RECORD_PAYLOAD_BYTES`), a record too large
+//!   for a frame with this topic's name ([`ClientError::RequestTooLarge`]).
 //! * Refusals by the broker (`RECORD_TOO_LARGE`, `UNKNOWN_TOPIC_OR_PARTITION`, …) arrive through
 //!   the [`Delivery`] as [`ClientError::Broker`] — for every record of the refused batch, since
 //!   the broker refuses batches whole.
@@ -36,7 +37,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use booblik_protocol::{MAX_FRAME_BYTES, REQUEST_HEADER_BYTES, TopicName};
+use booblik_protocol::{
+    MAX_FRAME_BYTES, MAX_RECORD_PAYLOAD_BYTES, REQUEST_HEADER_BYTES, TopicName,
+};
 use bytes::Bytes;
 use tokio::sync::{TryAcquireError, mpsc, oneshot};
 use tokio::time::Instant;
@@ -172,6 +175,14 @@ impl Producer {
     async fn enqueue(&self, partition: i32, payload: Bytes) -> Result<Delivery, ClientError> {
         if payload.is_empty() {
             return Err(ClientError::EmptyRecord);
+        }
+        // A larger record would be accepted by a PRODUCE frame to a short topic name, and then
+        // no FETCH could ever return it: refuse it here rather than poison the partition.
+        if payload.len() > MAX_RECORD_PAYLOAD_BYTES {
+            return Err(ClientError::RecordTooLarge {
+                size: payload.len(),
+                max: MAX_RECORD_PAYLOAD_BYTES,
+            });
         }
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(ClientError::ProducerClosed);
