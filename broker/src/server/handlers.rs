@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use booblik_protocol::{
-    AckPolicy, ErrorCode, FetchRequest, MAX_FETCH_PAYLOAD_BYTES, MetadataRequest, MetadataResponse,
-    PartitionMetadata, ProduceRequest, ProduceResponse, Request, RequestBody, TopicMetadata,
-    encode_fetch_response_header, encode_response,
+    AckPolicy, ErrorCode, FetchRequest, MAX_FETCH_PAYLOAD_BYTES, MAX_RECORD_PAYLOAD_BYTES,
+    MetadataRequest, MetadataResponse, PartitionMetadata, ProduceRequest, ProduceResponse, Request,
+    RequestBody, TopicMetadata, encode_fetch_response_header, encode_response,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
@@ -43,6 +43,14 @@ impl Session {
             self.answer_error("produce", id, ErrorCode::UnknownTopicOrPartition);
             return Ok(());
         };
+        // A record no FETCH could return (with its header it would not fit one FETCH payload)
+        // would stop every consumer at it for good; the segment might well hold it, so the
+        // storage does not refuse it. Refused whole before the storage sees the batch, and
+        // answered even under ack NONE, like every refusal.
+        if req.records.max_payload_len() > MAX_RECORD_PAYLOAD_BYTES {
+            self.answer_error("produce", id, ErrorCode::RecordTooLarge);
+            return Ok(());
+        }
         let partition = std::sync::Arc::clone(partition);
         match partition.append(req.records, req.ack).await {
             Ok(Some(appended)) => {
