@@ -12,6 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use booblik_protocol::WireError;
 use futures::FutureExt;
 use futures::future::Shared;
 use tokio::sync::oneshot;
@@ -57,12 +58,26 @@ impl Future for Delivery {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeliveryResult> {
         let index = self.index;
         self.outcome.poll_unpin(cx).map(|outcome| match outcome {
-            Ok(Ok(base_offset)) => Ok(base_offset.map(|base| base + index)),
+            Ok(Ok(None)) => Ok(None),
+            Ok(Ok(Some(base_offset))) => record_offset(base_offset, index).map(Some),
             Ok(Err(error)) => Err(error),
             // The producer's task ended without settling the batch (the runtime shut down).
             Err(oneshot::error::RecvError { .. }) => Err(ClientError::ProducerClosed),
         })
     }
+}
+
+/// The offset of the record at `index` in a batch the broker placed at `base_offset`. The base
+/// comes from the broker: one whose batch would run past the largest `int64` is a broken (or
+/// hostile) broker, reported as a protocol violation rather than a panic or a wrapped offset.
+fn record_offset(base_offset: i64, index: i64) -> Result<i64, ClientError> {
+    base_offset
+        .checked_add(index)
+        .ok_or(ClientError::Protocol(WireError::InvalidField {
+            field: "baseOffset",
+            value: base_offset,
+            reason: "the batch's offsets would pass the largest int64",
+        }))
 }
 
 /// The producer's side of one batch: the channel its deliveries wait on, and the buffer space
@@ -105,5 +120,41 @@ impl BatchOutcome {
     pub(crate) fn settle(self, result: BatchResult) {
         // Nobody may be waiting: deliveries are often dropped unawaited.
         let _ = self.sender.send(result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn each_record_adds_its_index_to_the_base_offset() {
+        let mut outcome = BatchOutcome::default();
+        let first = outcome.add_record(0, 0, 1);
+        let second = outcome.add_record(0, 1, 1);
+        outcome.settle(Ok(Some(41)));
+        assert_eq!(first.await.unwrap(), Some(41));
+        assert_eq!(second.await.unwrap(), Some(42));
+    }
+
+    #[tokio::test]
+    async fn a_base_offset_whose_batch_passes_the_largest_int64_is_a_protocol_error() {
+        let mut outcome = BatchOutcome::default();
+        let first = outcome.add_record(0, 0, 1);
+        let second = outcome.add_record(0, 1, 1);
+        outcome.settle(Ok(Some(i64::MAX)));
+        assert_eq!(first.await.unwrap(), Some(i64::MAX));
+        let error = second.await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ClientError::Protocol(WireError::InvalidField {
+                    field: "baseOffset",
+                    value: i64::MAX,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
     }
 }
