@@ -64,6 +64,19 @@ impl Batch {
         let mut records = Vec::new();
         let mut offset = fetch_offset;
         for record in scanner.by_ref() {
+            // The largest offset a record can have is i64::MAX − 1 (the high watermark after it
+            // is i64::MAX): records past it come only from a broken or hostile broker, and
+            // must not panic or wrap the position.
+            let Some(next_offset) = offset.checked_add(1) else {
+                return Err(ClientError::CorruptPayload {
+                    topic: topic.clone(),
+                    partition,
+                    offset,
+                    detail: "a record at offset i64::MAX, past the largest offset a record can \
+                             have"
+                        .into(),
+                });
+            };
             if !record.crc_matches() {
                 return Err(ClientError::CrcMismatch {
                     topic: topic.clone(),
@@ -78,7 +91,7 @@ impl Batch {
                 offset,
                 payload: payload.slice(start..start + record.payload.len()),
             });
-            offset += 1;
+            offset = next_offset;
         }
         let corrupt = |detail: String| ClientError::CorruptPayload {
             topic: topic.clone(),
@@ -157,7 +170,8 @@ impl Batch {
     /// saw when it started).
     pub(crate) fn truncate_at(&mut self, end_offset: i64) {
         let first = self.next_offset - self.records.len() as i64;
-        let keep = usize::try_from(end_offset - first)
+        // `end_offset` is a broker's high watermark: saturate rather than trust it.
+        let keep = usize::try_from(end_offset.saturating_sub(first))
             .unwrap_or(0)
             .min(self.records.len());
         self.records.truncate(keep);
@@ -253,6 +267,42 @@ mod tests {
     fn zeros_where_a_record_should_start_are_corrupt() {
         let err = Batch::from_fetch(&topic(), 0, 7, 1024, fetch(vec![0; 16])).unwrap_err();
         assert!(matches!(err, ClientError::CorruptPayload { offset: 7, .. }));
+    }
+
+    #[test]
+    fn records_past_the_largest_offset_are_corrupt_not_a_panic() {
+        // Fetched at i64::MAX − 1: the first record is the last one an offset allows.
+        let err = Batch::from_fetch(
+            &topic(),
+            2,
+            i64::MAX - 1,
+            1024,
+            fetch(payload(&[b"last", b"past the end"])),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ClientError::CorruptPayload {
+                    partition: 2,
+                    offset: i64::MAX,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let last =
+            Batch::from_fetch(&topic(), 0, i64::MAX - 1, 1024, fetch(payload(&[b"last"]))).unwrap();
+        assert_eq!(last.next_offset, i64::MAX);
+    }
+
+    #[test]
+    fn truncating_at_a_hostile_end_offset_keeps_nothing_instead_of_overflowing() {
+        let mut batch =
+            Batch::from_fetch(&topic(), 0, 5, 1024, fetch(payload(&[b"a", b"b"]))).unwrap();
+        batch.truncate_at(i64::MIN);
+        assert!(batch.is_empty());
+        assert_eq!(batch.next_offset, 5);
     }
 
     #[test]
