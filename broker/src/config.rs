@@ -35,6 +35,25 @@ impl FromStr for FetchMode {
 /// Longest a FETCH v2 may wait, whatever the client asks: 60 s.
 pub const MAX_FETCH_WAIT_MS: u64 = 60_000;
 
+/// Largest [`BrokerConfig::max_connections`] accepted: 2²⁰, far beyond any process's file
+/// descriptors. The limit is a semaphore, and tokio's panics (inside the accept task, after
+/// `Broker::start` returned `Ok`) above `Semaphore::MAX_PERMITS`.
+pub const MAX_CONNECTIONS_LIMIT: usize = 1 << 20;
+
+/// Largest timeout accepted for [`BrokerConfig::frame_read_timeout_ms`],
+/// [`BrokerConfig::idle_timeout_ms`] and [`BrokerConfig::write_timeout_ms`]: one day. Sessions
+/// add these to the current instant, which panics on overflow for values near `u64::MAX`; a day
+/// is far beyond any sensible wait and far below that.
+pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// A [`BrokerConfig`] value outside its allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid broker configuration: {reason}")]
+pub struct InvalidConfig {
+    /// Which value, and its allowed range.
+    pub reason: String,
+}
+
 /// Everything a broker needs to start.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -75,6 +94,35 @@ impl Default for BrokerConfig {
     }
 }
 
+impl BrokerConfig {
+    /// Checks the values a broker cannot honour: `max_connections` in
+    /// `1..=`[`MAX_CONNECTIONS_LIMIT`], each timeout in `1..=`[`MAX_TIMEOUT_MS`] (zero would
+    /// close every connection at once). [`Broker::start`](crate::Broker::start) calls it; the
+    /// storage settings are checked by the storage when it opens.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if !(1..=MAX_CONNECTIONS_LIMIT).contains(&self.max_connections) {
+            return Err(InvalidConfig {
+                reason: format!(
+                    "max_connections = {} is outside 1..={MAX_CONNECTIONS_LIMIT}",
+                    self.max_connections
+                ),
+            });
+        }
+        for (name, value) in [
+            ("frame_read_timeout_ms", self.frame_read_timeout_ms),
+            ("idle_timeout_ms", self.idle_timeout_ms),
+            ("write_timeout_ms", self.write_timeout_ms),
+        ] {
+            if !(1..=MAX_TIMEOUT_MS).contains(&value) {
+                return Err(InvalidConfig {
+                    reason: format!("{name} = {value} is outside 1..={MAX_TIMEOUT_MS}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Longest partition count a topic may have.
 pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1024;
 
@@ -111,6 +159,53 @@ pub fn parse_topics(spec: &str) -> Result<Vec<(TopicName, u32)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_config_is_valid() {
+        BrokerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn connection_limits_outside_one_to_the_maximum_are_refused() {
+        for max_connections in [0, MAX_CONNECTIONS_LIMIT + 1, usize::MAX] {
+            let config = BrokerConfig {
+                max_connections,
+                ..BrokerConfig::default()
+            };
+            let error = config.validate().unwrap_err();
+            assert!(error.reason.contains("max_connections"), "{error}");
+        }
+        for max_connections in [1, MAX_CONNECTIONS_LIMIT] {
+            let config = BrokerConfig {
+                max_connections,
+                ..BrokerConfig::default()
+            };
+            config.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn zero_or_overflowing_timeouts_are_refused_naming_the_setting() {
+        type Set = fn(&mut BrokerConfig, u64);
+        let setters: [(&str, Set); 3] = [
+            ("frame_read_timeout_ms", |c, v| c.frame_read_timeout_ms = v),
+            ("idle_timeout_ms", |c, v| c.idle_timeout_ms = v),
+            ("write_timeout_ms", |c, v| c.write_timeout_ms = v),
+        ];
+        for (name, set) in setters {
+            for bad in [0, MAX_TIMEOUT_MS + 1, u64::MAX] {
+                let mut config = BrokerConfig::default();
+                set(&mut config, bad);
+                let error = config.validate().unwrap_err();
+                assert!(error.reason.starts_with(name), "{name} = {bad}: {error}");
+            }
+            for good in [1, MAX_TIMEOUT_MS] {
+                let mut config = BrokerConfig::default();
+                set(&mut config, good);
+                config.validate().unwrap();
+            }
+        }
+    }
 
     #[test]
     fn topic_lists_parse_with_default_partition_count_one() {

@@ -29,5 +29,5 @@ pub mod config;
 pub mod server;
 pub mod storage;
 
-pub use config::{BrokerConfig, FetchMode, parse_topics};
+pub use config::{BrokerConfig, FetchMode, InvalidConfig, parse_topics};
 pub use server::{Broker, BrokerError};

@@ -132,6 +132,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.storage.retention_bytes = args.retention_bytes;
     config.storage.retention_ms = args.retention_ms;
     config.storage.write_mode = args.write_mode;
+    // Before anything is opened or bound: a bad flag is a usage error, named as such.
+    config.validate()?;
     if let Some(bind) = args.metrics_bind {
         install_prometheus(bind).map_err(anyhow::Error::msg)?;
         booblik_broker::storage::describe_metrics();

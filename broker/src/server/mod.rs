@@ -22,12 +22,15 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, InvalidConfig};
 use crate::storage::{Storage, StorageError};
 
 /// Why a broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
+    /// A configuration value the broker cannot honour ([`BrokerConfig::validate`]).
+    #[error(transparent)]
+    Config(#[from] InvalidConfig),
     /// The listen address could not be bound.
     #[error("cannot bind {addr}: {source}")]
     Bind {
@@ -62,8 +65,10 @@ pub(crate) struct Shared {
 }
 
 impl Broker {
-    /// Opens (and recovers) the storage, binds the listener and starts accepting.
+    /// Checks the configuration, opens (and recovers) the storage, binds the listener and starts
+    /// accepting.
     pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        config.validate()?;
         let storage_config = config.storage.clone();
         let topics = config.topics.clone();
         // Recovery reads and may truncate files: keep it off the async workers.
@@ -147,6 +152,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // `BrokerConfig::validate` keeps this within the semaphore's limit.
     let slots = Arc::new(Semaphore::new(shared.config.max_connections));
     let mut sessions = JoinSet::new();
     let mut backoff_ms = ACCEPT_BACKOFF_MIN_MS;
