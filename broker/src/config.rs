@@ -32,8 +32,9 @@ impl FromStr for FetchMode {
     }
 }
 
-/// Longest a FETCH v2 may wait, whatever the client asks: 60 s.
-pub const MAX_FETCH_WAIT_MS: u64 = 60_000;
+/// Longest a FETCH v2 may wait, whatever the client asks: 60 s, the protocol's
+/// [`booblik_protocol::MAX_FETCH_WAIT_MS`].
+pub const MAX_FETCH_WAIT_MS: u64 = booblik_protocol::MAX_FETCH_WAIT_MS as u64;
 
 /// Largest [`BrokerConfig::max_connections`] accepted: 2²⁰, far beyond any process's file
 /// descriptors. The limit is a semaphore, and tokio's panics (inside the accept task, after

@@ -5,7 +5,7 @@
 mod support;
 
 use booblik_client::{ClientError, Connection, ConnectionConfig};
-use booblik_protocol::TopicName;
+use booblik_protocol::{FetchRequest, LongPoll, MAX_FETCH_WAIT_MS, TopicName};
 use support::{FakeBroker, within};
 
 const REQUEST_TIMEOUT_MS: u64 = 300;
@@ -45,6 +45,39 @@ async fn an_unanswered_request_times_out_and_fails_the_requests_behind_it() {
         connection.metadata(&topics).await,
         Err(ClientError::ConnectionClosed { .. })
     ));
+}
+
+/// With paused time the runtime jumps to the next timer whenever it is idle, so the test does
+/// not wait the minute: it reads the limit the request actually got.
+#[tokio::test(start_paused = true)]
+async fn a_long_poll_gets_no_more_than_the_brokers_clamp_on_top_of_the_request_timeout() {
+    let broker = FakeBroker::start(&[("t", 1)]).await;
+    broker.never_answer();
+    let config = ConnectionConfig {
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        ..ConnectionConfig::default()
+    };
+    let connection = Connection::connect(&broker.addr(), config).await.unwrap();
+    let request = FetchRequest {
+        topic: TopicName::new("t").unwrap(),
+        partition: 0,
+        fetch_offset: 0,
+        max_bytes: 1024,
+        // 24.8 days; a broker waits at most a minute.
+        long_poll: Some(LongPoll {
+            max_wait_ms: i32::MAX,
+            min_bytes: 1,
+        }),
+    };
+    match connection.fetch(request).await {
+        Err(ClientError::Timeout {
+            api, timeout_ms, ..
+        }) => {
+            assert_eq!(api, "fetch");
+            assert_eq!(timeout_ms, REQUEST_TIMEOUT_MS + MAX_FETCH_WAIT_MS as u64);
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -47,8 +47,8 @@ pub use record::{
     ScanEnd, ScannedRecord, crc32c, encode_record, record_bytes,
 };
 pub use request::{
-    AckPolicy, ApiKey, FetchRequest, LongPoll, MetadataRequest, ProduceRequest, Request,
-    RequestBody, RequestError, decode_request_frame,
+    AckPolicy, ApiKey, FetchRequest, LongPoll, MAX_FETCH_WAIT_MS, MetadataRequest, ProduceRequest,
+    Request, RequestBody, RequestError, decode_request_frame,
 };
 pub use response::{
     FETCH_RESPONSE_HEADER_BYTES, FetchResponse, MAX_FETCH_PAYLOAD_BYTES, MetadataResponse,

@@ -144,10 +144,16 @@ impl WireMessage for ProduceRequest {
     }
 }
 
+/// Longest a FETCH v2 long poll waits at a broker: 60 s. A broker clamps `maxWaitMillis` to
+/// this, so a client asking for more simply gets an earlier answer, and a client waiting for an
+/// answer needs to allow no more than this for the wait.
+pub const MAX_FETCH_WAIT_MS: i32 = 60_000;
+
 /// The long-poll fields of FETCH v2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LongPoll {
-    /// How long the broker may wait for data (the broker clamps it to 60 s). 0 = do not wait.
+    /// How long the broker may wait for data (the broker clamps it to [`MAX_FETCH_WAIT_MS`]).
+    /// 0 = do not wait.
     pub max_wait_ms: i32,
     /// Bytes past fetchOffset to wait for (0 or 1 = any).
     pub min_bytes: i32,

@@ -28,9 +28,9 @@ pub struct ConnectionConfig {
     /// [`ClientError::ConnectTimeout`].
     pub connect_timeout_ms: u64,
     /// How long a request may take from the call to its answer (for `ack = NONE`: to the end of
-    /// its write). A FETCH v2 long poll gets its `maxWaitMillis` on top. When it passes, the
-    /// caller gets [`ClientError::Timeout`] and the connection is closed, because every later
-    /// answer would be queued behind the missing one.
+    /// its write). A FETCH v2 long poll gets its `maxWaitMillis` on top, at most the 60 s
+    /// brokers clamp it to. When it passes, the caller gets [`ClientError::Timeout`] and the
+    /// connection is closed, because every later answer would be queued behind the missing one.
     pub request_timeout_ms: u64,
     /// Requests written and awaiting an answer. When reached, the writer stops taking
     /// submissions until an answer arrives (backpressure).

@@ -38,8 +38,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_protocol::{
-    AckPolicy, FetchRequest, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, RecordSet, Request, RequestBody, TopicName,
+    AckPolicy, FetchRequest, LEN_PREFIX_BYTES, MAX_FETCH_WAIT_MS, MAX_FRAME_BYTES, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, RecordSet, Request, RequestBody, TopicName,
 };
 use bytes::BytesMut;
 use tokio::net::TcpStream;
@@ -97,6 +97,13 @@ impl fmt::Debug for Connection {
             .field("closed", &self.handle.shared.closed_reason())
             .finish_non_exhaustive()
     }
+}
+
+/// What a FETCH v2 asking to wait `max_wait_ms` adds to the request timeout: the wait, but no
+/// more than [`MAX_FETCH_WAIT_MS`], because brokers clamp the wait to it. Unclamped, a
+/// `maxWaitMillis` of `i32::MAX` would leave a dead broker unnoticed for 24.8 days.
+fn long_poll_extension_ms(max_wait_ms: i32) -> u64 {
+    max_wait_ms.clamp(0, MAX_FETCH_WAIT_MS) as u64
 }
 
 fn deadline_after(ms: u64) -> Instant {
@@ -209,7 +216,8 @@ impl Connection {
     }
 
     /// Queues a FETCH. A `max_bytes` above [`MAX_FETCH_BYTES`] is lowered to it (and
-    /// `min_bytes` with it). For v2 the request timeout is extended by `max_wait_ms`.
+    /// `min_bytes` with it). For v2 the request timeout is extended by `max_wait_ms`, up to the
+    /// wait brokers clamp it to ([`MAX_FETCH_WAIT_MS`], 60 s).
     pub async fn submit_fetch(
         &self,
         mut request: FetchRequest,
@@ -220,7 +228,7 @@ impl Connection {
         let mut extra_wait_ms = 0;
         if let Some(long_poll) = &mut request.long_poll {
             long_poll.min_bytes = long_poll.min_bytes.min(request.max_bytes);
-            extra_wait_ms = u64::try_from(long_poll.max_wait_ms).unwrap_or(0);
+            extra_wait_ms = long_poll_extension_ms(long_poll.max_wait_ms);
         }
         let description = format!(
             "FETCH {}/{} at offset {}",
@@ -353,5 +361,22 @@ fn connect_error(addr: &str, error: std::io::Error) -> ClientError {
     ClientError::Connect {
         addr: addr.to_owned(),
         source: Arc::new(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_poll_extends_the_request_timeout_by_at_most_the_brokers_clamp() {
+        assert_eq!(long_poll_extension_ms(0), 0);
+        assert_eq!(long_poll_extension_ms(500), 500);
+        assert_eq!(long_poll_extension_ms(60_000), 60_000);
+        assert_eq!(long_poll_extension_ms(60_001), 60_000);
+        assert_eq!(long_poll_extension_ms(i32::MAX), 60_000);
+        // Negative waits never leave the codec, but must not wrap into a huge extension.
+        assert_eq!(long_poll_extension_ms(-1), 0);
+        assert_eq!(MAX_FETCH_WAIT_MS, 60_000);
     }
 }

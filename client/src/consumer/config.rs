@@ -11,8 +11,9 @@ pub const DEFAULT_MAX_BYTES: i32 = 1024 * 1024;
 pub const DEFAULT_MAX_WAIT_MS: i32 = 500;
 /// Default [`ConsumerConfig::min_bytes`].
 pub const DEFAULT_MIN_BYTES: i32 = 1;
-/// The broker clamps a long poll to this, so a longer wait is pointless.
-pub const MAX_WAIT_MS_LIMIT: i32 = 60_000;
+/// The broker clamps a long poll to this ([`booblik_protocol::MAX_FETCH_WAIT_MS`]), so a longer
+/// wait is pointless.
+pub const MAX_WAIT_MS_LIMIT: i32 = booblik_protocol::MAX_FETCH_WAIT_MS;
 /// Smallest `max_bytes`: a record header and one payload byte.
 pub const MIN_MAX_BYTES: i32 = RECORD_HEADER_BYTES as i32 + 1;
 
