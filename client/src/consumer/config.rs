@@ -14,6 +14,12 @@ pub const DEFAULT_MIN_BYTES: i32 = 1;
 /// The broker clamps a long poll to this ([`booblik_protocol::MAX_FETCH_WAIT_MS`]), so a longer
 /// wait is pointless.
 pub const MAX_WAIT_MS_LIMIT: i32 = booblik_protocol::MAX_FETCH_WAIT_MS;
+/// Shortest time between the starts of two long polls that both came back empty, when
+/// `max_wait_ms` is longer: `follow()` pauses for the rest of it after an early empty answer.
+/// A broker that honours the wait never triggers it; one that answers at once (ignoring
+/// `maxWaitMillis`, or while shutting down) gets at most 10 FETCHes a second instead of a hot
+/// loop.
+pub const MIN_EMPTY_POLL_INTERVAL_MS: u64 = 100;
 /// Smallest `max_bytes`: a record header and one payload byte.
 pub const MIN_MAX_BYTES: i32 = RECORD_HEADER_BYTES as i32 + 1;
 

@@ -28,8 +28,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// Longest a long poll waits at the fake (like the real broker's clamp).
-const MAX_LONG_POLL_MS: i32 = 60_000;
+/// Longest a long poll waits at the fake (the protocol's clamp, like the real broker's).
+const MAX_LONG_POLL_MS: i32 = booblik_protocol::MAX_FETCH_WAIT_MS;
 
 /// A request the fake decoded.
 #[derive(Debug, Clone)]
@@ -99,6 +99,8 @@ struct Misbehaviour {
     gather_requests: usize,
     /// FETCH payloads are cut to this many bytes (after maxBytes).
     cut_fetch_payload_bytes: Option<usize>,
+    /// FETCH v2 is answered at once, as if maxWaitMillis were 0.
+    ignore_max_wait: bool,
 }
 
 #[derive(Debug, Default)]
@@ -249,6 +251,11 @@ impl FakeBroker {
     /// pending at the client when the first answer goes out.
     pub fn gather_requests(&self, count: usize) {
         self.state.lock().misbehaviour.gather_requests = count;
+    }
+
+    /// From now on, FETCH v2 is answered at once, whatever maxWaitMillis says.
+    pub fn ignore_max_wait(&self) {
+        self.state.lock().misbehaviour.ignore_max_wait = true;
     }
 
     /// FETCH payloads are cut to at most this many bytes, whatever maxBytes said.
@@ -430,7 +437,11 @@ async fn handle(state: &State, correlation_id: i32, body: RequestBody) -> Option
             if !exists(&state.lock()) {
                 return error(ErrorCode::UnknownTopicOrPartition);
             }
-            if let Some(long_poll) = fetch.long_poll.filter(|lp| lp.max_wait_ms > 0) {
+            let ignore_max_wait = state.lock().misbehaviour.ignore_max_wait;
+            if let Some(long_poll) = fetch
+                .long_poll
+                .filter(|lp| lp.max_wait_ms > 0 && !ignore_max_wait)
+            {
                 let wait_ms = long_poll.max_wait_ms.min(MAX_LONG_POLL_MS);
                 let deadline = Instant::now() + Duration::from_millis(wait_ms as u64);
                 let need = long_poll.min_bytes.max(1) as usize;
