@@ -20,7 +20,10 @@ async fn a_long_poll_is_woken_by_a_produce_well_before_its_deadline() {
     waiter
         .send(&fetch_request(1, "solo", 0, 0, 4096, Some(poll)))
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The poll must be parked before the produce: an answer now (empty, or with records that
+    // were already there) would make the wake-up below prove nothing.
+    let early = tokio::time::timeout(Duration::from_millis(200), waiter.try_recv()).await;
+    assert!(early.is_err(), "answered before the produce: {early:?}");
     producer.produce("solo", 0, &[b"wake up"]).await;
     let fetched = waiter.recv().await.fetch();
     assert_eq!(payloads(&fetched), vec![b"wake up".to_vec()]);

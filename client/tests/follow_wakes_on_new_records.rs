@@ -25,15 +25,18 @@ async fn a_follower_at_the_end_wakes_when_a_record_is_appended() {
         .unwrap();
     let mut follow = consumer.follow();
 
-    let appender = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        broker.append("t", 0, &[b"new"]);
-    };
-    let (batch, ()) = within("a follow batch", async {
-        tokio::join!(follow.next_batch(), appender)
-    })
-    .await;
-    let batch = batch.unwrap();
+    let mut next = Box::pin(follow.next_batch());
+    // Still waiting before the append, with its one FETCH parked at the broker: a batch now
+    // (the old record again) or a second FETCH would make the wake-up below prove nothing.
+    let early = tokio::time::timeout(Duration::from_millis(200), next.as_mut()).await;
+    assert!(early.is_err(), "answered before the append: {early:?}");
+    assert_eq!(
+        broker.seen_of(ApiKey::Fetch).len(),
+        1,
+        "the poll did not park"
+    );
+    broker.append("t", 0, &[b"new"]);
+    let batch = within("a follow batch", next).await.unwrap();
 
     assert_eq!(batch.records.len(), 1);
     assert_eq!(batch.records[0].offset, 1);

@@ -96,14 +96,13 @@ async fn a_follower_wakes_for_a_record_produced_later() {
         .unwrap()
         .follow();
 
-    let late = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        producer.send_to(0, "after").await.unwrap().await.unwrap()
-    };
-    let (batch, offset) = within("a follow batch", async {
-        tokio::join!(follow.next_batch(), late)
-    })
-    .await;
+    let mut next = Box::pin(follow.next_batch());
+    // Still waiting before the produce: a batch now ("before" again) would make the wake-up
+    // below prove nothing.
+    let early = tokio::time::timeout(Duration::from_millis(200), next.as_mut()).await;
+    assert!(early.is_err(), "answered before the produce: {early:?}");
+    let late = async { producer.send_to(0, "after").await.unwrap().await.unwrap() };
+    let (batch, offset) = within("a follow batch", async { tokio::join!(next, late) }).await;
     let batch = batch.unwrap();
 
     assert_eq!(offset, Some(1));
