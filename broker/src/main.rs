@@ -93,7 +93,7 @@ struct HealthArgs {
     #[arg(long, env = "BOOBLIK_BROKER", default_value = "127.0.0.1:9092")]
     broker: String,
     /// Give up after this many milliseconds.
-    #[arg(long, default_value_t = 2_000)]
+    #[arg(long, env = "BOOBLIK_HEALTH_TIMEOUT_MS", default_value_t = 2_000)]
     timeout_ms: u64,
 }
 
