@@ -120,12 +120,26 @@ impl BrokerConfig {
                 });
             }
         }
+        let partitions: u64 = self.topics.iter().map(|(_, n)| u64::from(*n)).sum();
+        if partitions > u64::from(MAX_PARTITIONS_PER_BROKER) {
+            return Err(InvalidConfig {
+                reason: format!(
+                    "{partitions} partitions over all topics, more than {MAX_PARTITIONS_PER_BROKER}"
+                ),
+            });
+        }
         Ok(())
     }
 }
 
 /// Longest partition count a topic may have.
 pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1024;
+
+/// Most partitions one broker serves, over all topics. Each partition costs a writer thread, an
+/// open segment file (and a mapping in MAPPED mode); and a METADATA answer naming every
+/// partition (20 bytes each, plus at most 251 bytes per topic name) must fit one frame: at this
+/// limit it stays under 1.1 MiB, far below `MAX_FRAME_BYTES`.
+pub const MAX_PARTITIONS_PER_BROKER: u32 = 4096;
 
 /// Parses `name:partitions,name:partitions,…` (a bare `name` means one partition).
 pub fn parse_topics(spec: &str) -> Result<Vec<(TopicName, u32)>, String> {
@@ -164,6 +178,28 @@ mod tests {
     #[test]
     fn the_default_config_is_valid() {
         BrokerConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn more_partitions_than_a_broker_serves_are_refused() {
+        let at_limit = format!(
+            "a:{MAX_PARTITIONS_PER_TOPIC},b:{MAX_PARTITIONS_PER_TOPIC},c:{MAX_PARTITIONS_PER_TOPIC},d:{MAX_PARTITIONS_PER_TOPIC}"
+        );
+        let config = BrokerConfig {
+            topics: parse_topics(&at_limit).unwrap(),
+            ..BrokerConfig::default()
+        };
+        config.validate().unwrap();
+        let config = BrokerConfig {
+            topics: parse_topics(&format!("{at_limit},e")).unwrap(),
+            ..BrokerConfig::default()
+        };
+        let refused = config.validate().unwrap_err();
+        assert!(
+            refused.reason.contains("4097 partitions"),
+            "{}",
+            refused.reason
+        );
     }
 
     #[test]
