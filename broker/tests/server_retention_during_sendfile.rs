@@ -12,6 +12,7 @@ use std::time::Duration;
 use booblik_protocol::FetchResponse;
 use booblik_protocol::WireMessage;
 use support::{RawConn, TestBroker, fetch_request, payloads};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpSocket;
 
 const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
@@ -43,14 +44,31 @@ async fn a_segment_being_sent_survives_retention_until_the_last_byte() {
         producer.produce("solo", 0, &[&record(i)]).await;
     }
 
+    // The send buffer must not be able to absorb the whole payload, or sendfile would finish
+    // (and release the segment) before retention runs, and the test would prove nothing.
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap();
+    let wmem_max: u64 = wmem.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(
+        wmem_max < SEGMENT_BYTES,
+        "net.ipv4.tcp_wmem max ({wmem_max}) must be below the {SEGMENT_BYTES}-byte payload for this test"
+    );
+
     // A reader with a tiny receive buffer, which does not read yet: sendfile stalls midway.
     let socket = TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
-    let stream = socket.connect(broker.broker.local_addr()).await.unwrap();
+    let mut stream = socket.connect(broker.broker.local_addr()).await.unwrap();
+    let mut request = Vec::new();
+    fetch_request(1, "solo", 0, 0, 8 * 1024 * 1024, None).encode(&mut request);
+    stream.write_all(&request).await.unwrap();
+    // The answer's first bytes (its header, written before the sendfile starts) mean the broker
+    // holds the slice, and with it the segment: only now may retention run.
+    let mut first = [0u8; 1];
+    let peeked = tokio::time::timeout(Duration::from_secs(30), stream.peek(&mut first))
+        .await
+        .expect("the broker did not start answering the FETCH")
+        .unwrap();
+    assert_eq!(peeked, 1);
     let mut slow = RawConn::from_stream(stream);
-    slow.send(&fetch_request(1, "solo", 0, 0, 8 * 1024 * 1024, None))
-        .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
 
     // Three more segments, then retention: the first segment (the one being sent) goes.
     for i in PER_SEGMENT..PER_SEGMENT * 3 {
