@@ -1,5 +1,6 @@
-//! `wait_for_bytes` (the FETCH v2 long poll) returns as soon as enough bytes exist past the
-//! fetch offset — woken by the writer, not by polling — and at the deadline otherwise.
+//! `wait_for_bytes` (the FETCH v2 long poll) returns once enough bytes exist past the fetch
+//! offset, and at the deadline otherwise. (That the writer wakes it through a `watch` rather than
+//! the waiter polling is the implementation's choice, which these tests do not tell apart.)
 
 mod storage_support;
 
