@@ -42,11 +42,16 @@ use booblik_samples::events::projection::http::{routes, stats_json};
 use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run_projection};
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::events::replay::{ReplayConfig, replay};
+use booblik_samples::queue::state::{QueueConfig, QueueState, TaskStatus};
 use booblik_samples::queue::verify::{VerifyConfig, verify};
-use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs, submit_task, wall_clock_ms};
+use booblik_samples::queue::worker::{
+    Assignment, ResultSink, WorkFn, Worker, WorkerConfig, read_logs, result_of, submit_task,
+    wall_clock_ms,
+};
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{embedded_broker, logging, stats_http};
 use clap::Parser;
+use futures::FutureExt;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -362,8 +367,10 @@ async fn main() -> anyhow::Result<ExitCode> {
         );
     }
 
+    // One fencing sink shared by every worker: the receiver of the tasks' effects.
+    let sink = ResultSink::new();
     if cli.task_rate > 0 {
-        start_task_queue(&mut demo, &client, &addr, &cli).await?;
+        start_task_queue(&mut demo, &client, &addr, &cli, &sink).await?;
     }
 
     // Run until Ctrl-C, the duration, or a part failing.
@@ -450,6 +457,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     checks.push(projection_matches_replay(&client, TOPIC, &model).await?);
     if cli.task_rate > 0 {
         checks.push(queue_verified(&client).await?);
+        checks.push(sink_holds_every_completed_effect(&client, &sink).await?);
     }
 
     println!("checks");
@@ -479,6 +487,7 @@ async fn start_task_queue(
     client: &Client,
     addr: &str,
     cli: &Cli,
+    sink: &ResultSink,
 ) -> anyhow::Result<()> {
     let submitted = Arc::new(AtomicU64::new(0));
     {
@@ -511,10 +520,12 @@ async fn start_task_queue(
             work_ms: cli.work_ms,
             ..WorkerConfig::default()
         };
+        let work = work_into_sink(cli.work_ms, sink.clone());
         let worker = Arc::new(
-            Worker::start(
+            Worker::start_with_work(
                 Client::connect(addr, ConnectionConfig::default()).await?,
                 config,
+                work,
             )
             .await?,
         );
@@ -535,6 +546,63 @@ async fn start_task_queue(
         );
     }
     Ok(())
+}
+
+/// The simulated work, with its effect (the result) committed to the shared `sink` under the
+/// lease's token before the worker appends its done.
+fn work_into_sink(work_ms: u64, sink: ResultSink) -> WorkFn {
+    Arc::new(move |assignment: Assignment| {
+        let sink = sink.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(work_ms)).await;
+            let result = result_of(&assignment.payload);
+            // A refusal means a newer holder has reached the sink: this work did not count. The
+            // worker still appends its done, which the claims log fences in the same way.
+            if let Err(refused) = sink.commit(assignment.task_id, assignment.token, result.clone())
+            {
+                tracing::warn!(%refused, "the sink refused an effect");
+            }
+            result
+        }
+        .boxed()
+    })
+}
+
+/// Exactly-once effects: every task the claims log says is done has its effect in the sink,
+/// committed under the token it completed with.
+async fn sink_holds_every_completed_effect(
+    client: &Client,
+    sink: &ResultSink,
+) -> anyhow::Result<Check> {
+    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
+    let mut state = QueueState::new(QueueConfig::default());
+    for (offset, task) in &tasks {
+        state.apply_task(*offset, task)?;
+    }
+    for (offset, record) in &claims {
+        state.apply_claims_record(*offset, record)?;
+    }
+    let mut completed = 0;
+    let mut missing = 0;
+    for task in state.tasks() {
+        let TaskStatus::Done { lease, .. } = &task.status else {
+            continue;
+        };
+        completed += 1;
+        let expected = task.submission.as_ref().map(|s| result_of(&s.payload));
+        let held = sink.effect(task.task_id);
+        if held.map(|c| (c.token, Some(c.effect))) != Some((lease.token, expected)) {
+            missing += 1;
+        }
+    }
+    Ok(Check {
+        passed: missing == 0,
+        detail: format!(
+            "result sink: {completed} completed tasks, {missing} without their effect under the completing token; {} effects held, {} refused",
+            sink.len(),
+            sink.refused()
+        ),
+    })
 }
 
 fn worker_status(worker: &Worker) -> String {

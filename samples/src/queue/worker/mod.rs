@@ -66,7 +66,7 @@ pub use event::WorkerEvent;
 pub use follower::{FOLLOW_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_FOLLOW_FAILURES};
 pub use lease::MAX_DONE_ATTEMPTS;
 pub use logs::{read_logs, read_raw_logs};
-pub use sink::{Committed, Refused, ResultSink};
+pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};
 pub use stats::WorkerStats;
 pub use submit::{submit_task, submit_task_with_ack};
 pub use view::{MAX_KEPT_OWN_VERDICTS, StateView, ViewError};

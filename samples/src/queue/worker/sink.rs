@@ -1,29 +1,38 @@
-//! [`ResultSink`]: a tiny in-process sink that accepts an effect only under the current fencing
-//! token — what turns at-least-once *execution* into exactly-once *effects*.
+//! [`ResultSink`]: the receiver of effects, which accepts an effect for a task only under a
+//! fencing token at least as high as any it has seen for that task — what turns at-least-once
+//! *execution* into exactly-once *effects*.
 //!
-//! The claims log fences results written into `done` by itself. An effect that lands anywhere
-//! else (a row, a file, a message) is fenced only if the receiver checks the token. This sink
-//! shows the two checks such a receiver needs:
+//! # Why the receiver checks, not the worker
 //!
-//! 1. **the current lease** — the token must be the task's current one in a [`QueueState`] (the
-//!    lease of the last winning claim, or the token the task completed under): a holder displaced
-//!    by a later winning claim is refused once the sink's view has seen that claim;
-//! 2. **never go back** — the sink remembers the highest token it accepted per task and refuses
-//!    anything lower, even if its view of the log lags behind: once the newer holder committed,
-//!    the older one cannot overwrite it.
+//! The case fencing exists for is a holder that was paused (a GC pause, a stopped VM, a laptop
+//! lid) past its lease while another worker's claim won the task. When it wakes up, everything in
+//! its process was paused with it, including its followers: its own view of the claims log still
+//! says its token is current. A check against that view before the write is check-then-act on a
+//! stale view, and passes. Only the receiver of the effect sees both holders' writes, so only the
+//! receiver can order them: tokens grow with every winning claim (the token is the claim's offset
+//! in the claims log), and the receiver refuses any token lower than the highest it has seen for
+//! the task. That works only if every holder of the task writes to the **same** receiver — one
+//! sink, shared (this type is a cheap clonable handle on one shared state).
 //!
-//! An accepted effect is a keyed overwrite (one effect per task, replaced by a newer token), so a
-//! repeat under the same token is harmless. What no sink can undo: a displaced holder that
-//! committed *before* the sink saw the newer claim. Its effect stands until the newer holder's
-//! overwrites it — the token turns "two writers at once" into "the older writer loses", not into
-//! "only one writer ever acted" (see "Guarantees" in `docs/task-queue.md`).
+//! An accepted effect is a keyed overwrite (one effect per task, replaced under a newer token), so
+//! a repeat under the same token is harmless. A holder can also [`fence`](ResultSink::fence) the
+//! task when its work starts, so an older holder is refused from then on, not only once the newer
+//! one has committed. What no receiver can undo: a displaced holder's effect that reached it
+//! *before* any newer token did. It stands until the newer holder's effect overwrites it — the
+//! token turns "two writers at once" into "the older writer loses", not into "only one writer ever
+//! acted" (see "Guarantees" in `docs/task-queue.md`).
+//!
+//! This sink lives in memory; a real receiver keeps the token next to the effect (a column in
+//! the row, a field in the document) and does the comparison in the same transaction as the write.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use uuid::Uuid;
 
-use super::view::StateView;
-use crate::queue::state::{QueueState, TaskStatus};
+/// Tasks the sink keeps an entry for at most; beyond this it refuses new tasks
+/// ([`Refused::Full`]) rather than grow without limit.
+pub const MAX_SINK_TASKS: usize = 1_000_000;
 
 /// An effect the sink holds for a task, and the token it was committed under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,36 +43,47 @@ pub struct Committed {
     pub effect: Vec<u8>,
 }
 
-/// Why the sink refused an effect.
+/// Why the sink refused an effect (or a fence).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
-    /// The sink already accepted an effect under a newer token for this task.
-    #[error("task {task_id}: token {token} is older than token {highest_token} already accepted")]
+    /// The sink has already seen a newer token for this task: the holder was displaced.
+    #[error("task {task_id}: token {token} is older than token {highest_token} already seen")]
     StaleToken {
         /// The task.
         task_id: Uuid,
         /// The token offered.
         token: i64,
-        /// The newest token accepted so far.
+        /// The newest token seen so far.
         highest_token: i64,
     },
-    /// The token is not the task's current lease in the state the sink checked against.
-    #[error("task {task_id}: token {token} is not the current lease (current: {current:?})")]
-    NotCurrent {
+    /// The sink holds [`MAX_SINK_TASKS`] tasks already.
+    #[error("task {task_id}: the sink is full ({limit} tasks)")]
+    Full {
         /// The task.
         task_id: Uuid,
-        /// The token offered.
-        token: i64,
-        /// The current token, if the task has one (none if unclaimed, dead-lettered or unknown).
-        current: Option<i64>,
+        /// The limit.
+        limit: usize,
     },
 }
 
-/// An in-process fencing sink: one effect per task, accepted only under the current token.
+/// What the sink knows about one task.
+#[derive(Debug, Clone)]
+struct Fenced {
+    highest_token: i64,
+    effect: Option<Committed>,
+}
+
+#[derive(Debug, Default)]
+struct SinkInner {
+    tasks: HashMap<Uuid, Fenced>,
+    refused: u64,
+}
+
+/// A fencing sink: one effect per task, accepted only under a token not lower than any seen for
+/// that task. Clones share one sink: give every worker a clone of the same one.
 #[derive(Debug, Clone, Default)]
 pub struct ResultSink {
-    effects: HashMap<Uuid, Committed>,
-    refused: u64,
+    inner: Arc<Mutex<SinkInner>>,
 }
 
 impl ResultSink {
@@ -72,138 +92,117 @@ impl ResultSink {
         Self::default()
     }
 
-    /// Commits `effect` for `task_id` under `token` if `token` is the task's current lease in
-    /// `state` and not older than a token already accepted; replaces the previous effect.
-    pub fn commit(
-        &mut self,
-        state: &QueueState,
-        task_id: Uuid,
-        token: i64,
-        effect: Vec<u8>,
-    ) -> Result<(), Refused> {
-        let outcome = self.check(state, task_id, token);
-        match outcome {
-            Ok(()) => {
-                self.effects.insert(task_id, Committed { token, effect });
+    fn lock(&self) -> MutexGuard<'_, SinkInner> {
+        // Every update below is a single insert: a panic cannot leave it half done.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Commits `effect` for `task_id` under `token` unless the sink has seen a higher token for
+    /// the task; replaces the previous effect and raises the task's highest token to `token`.
+    pub fn commit(&self, task_id: Uuid, token: i64, effect: Vec<u8>) -> Result<(), Refused> {
+        self.admit(task_id, token, Some(effect))
+    }
+
+    /// Records `token` for `task_id` without an effect, e.g. when the work starts: from now on
+    /// every lower token is refused, before this holder has committed anything.
+    pub fn fence(&self, task_id: Uuid, token: i64) -> Result<(), Refused> {
+        self.admit(task_id, token, None)
+    }
+
+    fn admit(&self, task_id: Uuid, token: i64, effect: Option<Vec<u8>>) -> Result<(), Refused> {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let full = inner.tasks.len() >= MAX_SINK_TASKS;
+        let outcome = match inner.tasks.get_mut(&task_id) {
+            Some(fenced) if token < fenced.highest_token => Err(Refused::StaleToken {
+                task_id,
+                token,
+                highest_token: fenced.highest_token,
+            }),
+            Some(fenced) => {
+                fenced.highest_token = token;
+                if let Some(effect) = effect {
+                    fenced.effect = Some(Committed { token, effect });
+                }
+                Ok(())
             }
-            Err(_) => self.refused += 1,
+            None if full => Err(Refused::Full {
+                task_id,
+                limit: MAX_SINK_TASKS,
+            }),
+            None => {
+                let fenced = Fenced {
+                    highest_token: token,
+                    effect: effect.map(|effect| Committed { token, effect }),
+                };
+                inner.tasks.insert(task_id, fenced);
+                Ok(())
+            }
+        };
+        if outcome.is_err() {
+            inner.refused += 1;
         }
         outcome
     }
 
-    /// [`commit`](Self::commit) against a worker's live view (e.g. from a work function's
-    /// [`Assignment`](super::Assignment)).
-    pub fn commit_with_view(
-        &mut self,
-        view: &StateView,
-        task_id: Uuid,
-        token: i64,
-        effect: Vec<u8>,
-    ) -> Result<(), Refused> {
-        view.with_state(|state| self.commit(state, task_id, token, effect))
+    /// The effect held for `task_id`.
+    pub fn effect(&self, task_id: Uuid) -> Option<Committed> {
+        self.lock().tasks.get(&task_id)?.effect.clone()
     }
 
-    /// The effect held for `task_id`.
-    pub fn effect(&self, task_id: Uuid) -> Option<&Committed> {
-        self.effects.get(&task_id)
+    /// The highest token seen for `task_id` (committed or fenced).
+    pub fn highest_token(&self, task_id: Uuid) -> Option<i64> {
+        self.lock()
+            .tasks
+            .get(&task_id)
+            .map(|fenced| fenced.highest_token)
     }
 
     /// Tasks with an effect.
     pub fn len(&self) -> usize {
-        self.effects.len()
+        self.lock()
+            .tasks
+            .values()
+            .filter(|fenced| fenced.effect.is_some())
+            .count()
     }
 
     /// No effect committed yet.
     pub fn is_empty(&self) -> bool {
-        self.effects.is_empty()
+        self.len() == 0
     }
 
-    /// Effects refused so far: work whose effect did not count.
+    /// Commits and fences refused so far: work whose effect did not count.
     pub fn refused(&self) -> u64 {
-        self.refused
-    }
-
-    fn check(&self, state: &QueueState, task_id: Uuid, token: i64) -> Result<(), Refused> {
-        if let Some(committed) = self.effects.get(&task_id)
-            && token < committed.token
-        {
-            return Err(Refused::StaleToken {
-                task_id,
-                token,
-                highest_token: committed.token,
-            });
-        }
-        let current = state.task(task_id).and_then(|task| match &task.status {
-            TaskStatus::Leased(lease) | TaskStatus::Done { lease, .. } => Some(lease.token),
-            TaskStatus::Unclaimed | TaskStatus::DeadLettered { .. } => None,
-        });
-        if current == Some(token) {
-            Ok(())
-        } else {
-            Err(Refused::NotCurrent {
-                task_id,
-                token,
-                current,
-            })
-        }
+        self.lock().refused
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::record::{Claim, ClaimsRecord, Task};
-    use crate::queue::state::QueueConfig;
-
-    const LEASE_MS: u64 = 1_000;
-    const T0_MS: u64 = 1_700_000_000_000;
 
     fn task_id() -> Uuid {
         Uuid::from_u128(0x7A5C)
     }
 
-    fn claim(by: u128, at_ms: u64) -> ClaimsRecord {
-        ClaimsRecord::Claim(Claim {
-            task_id: task_id(),
-            worker_id: Uuid::from_u128(by),
-            claimed_at_ms: at_ms,
-            lease_ms: LEASE_MS,
-        })
-    }
-
-    /// A task claimed by worker 1 at offset 0 whose lease then lapsed and went to worker 2 at
-    /// offset 1.
-    fn taken_over() -> QueueState {
-        let mut state = QueueState::new(QueueConfig::default());
-        let task = Task {
-            task_id: task_id(),
-            payload: b"p".to_vec(),
-            submitted_at_ms: T0_MS,
-        };
-        state.apply_task(0, &task).unwrap();
-        state.apply_claims_record(0, &claim(1, T0_MS)).unwrap();
-        state
-            .apply_claims_record(1, &claim(2, T0_MS + LEASE_MS))
-            .unwrap();
-        state
-    }
-
     #[test]
-    fn a_displaced_holder_s_effect_is_refused_and_the_current_holder_s_accepted() {
-        let state = taken_over();
-        let mut sink = ResultSink::new();
+    fn an_older_token_is_refused_once_a_newer_one_committed() {
+        let sink = ResultSink::new();
+        sink.commit(task_id(), 1, b"new".to_vec()).unwrap();
         assert_eq!(
-            sink.commit(&state, task_id(), 0, b"old".to_vec()),
-            Err(Refused::NotCurrent {
+            sink.commit(task_id(), 0, b"old".to_vec()),
+            Err(Refused::StaleToken {
                 task_id: task_id(),
                 token: 0,
-                current: Some(1)
+                highest_token: 1
             })
         );
-        assert_eq!(sink.commit(&state, task_id(), 1, b"new".to_vec()), Ok(()));
         assert_eq!(
             sink.effect(task_id()),
-            Some(&Committed {
+            Some(Committed {
                 token: 1,
                 effect: b"new".to_vec()
             })
@@ -212,53 +211,47 @@ mod tests {
     }
 
     #[test]
-    fn a_sink_whose_view_lags_still_never_goes_back_to_an_older_token() {
-        let current = taken_over();
-        let mut lagging = QueueState::new(QueueConfig::default());
-        lagging.apply_claims_record(0, &claim(1, T0_MS)).unwrap();
-        let mut sink = ResultSink::new();
-        sink.commit(&current, task_id(), 1, b"new".to_vec())
-            .unwrap();
-        // Checked against a view that has not seen the takeover, token 0 looks current, but the
-        // sink has accepted token 1 already.
-        assert_eq!(
-            sink.commit(&lagging, task_id(), 0, b"old".to_vec()),
-            Err(Refused::StaleToken {
-                task_id: task_id(),
-                token: 0,
-                highest_token: 1
-            })
-        );
+    fn a_fence_refuses_an_older_token_before_the_newer_holder_commits() {
+        let sink = ResultSink::new();
+        sink.fence(task_id(), 5).unwrap();
+        assert!(matches!(
+            sink.commit(task_id(), 3, b"old".to_vec()),
+            Err(Refused::StaleToken { .. })
+        ));
+        assert!(sink.is_empty());
+        sink.commit(task_id(), 5, b"new".to_vec()).unwrap();
+        assert_eq!(sink.effect(task_id()).map(|c| c.token), Some(5));
+    }
+
+    #[test]
+    fn a_newer_token_overwrites_an_older_effect() {
+        let sink = ResultSink::new();
+        sink.commit(task_id(), 0, b"old".to_vec()).unwrap();
+        sink.commit(task_id(), 1, b"new".to_vec()).unwrap();
+        assert_eq!(sink.len(), 1);
         assert_eq!(sink.effect(task_id()).map(|c| c.token), Some(1));
     }
 
     #[test]
     fn a_repeat_under_the_same_token_overwrites_harmlessly() {
-        let state = taken_over();
-        let mut sink = ResultSink::new();
-        sink.commit(&state, task_id(), 1, b"first".to_vec())
-            .unwrap();
-        sink.commit(&state, task_id(), 1, b"again".to_vec())
-            .unwrap();
+        let sink = ResultSink::new();
+        sink.commit(task_id(), 1, b"first".to_vec()).unwrap();
+        sink.commit(task_id(), 1, b"again".to_vec()).unwrap();
         assert_eq!(sink.len(), 1);
         assert_eq!(
-            sink.effect(task_id()).map(|c| c.effect.as_slice()),
-            Some(&b"again"[..])
+            sink.effect(task_id()).map(|c| c.effect),
+            Some(b"again".to_vec())
         );
+        assert_eq!(sink.refused(), 0);
     }
 
     #[test]
-    fn nothing_is_accepted_for_a_task_nobody_holds() {
-        let state = QueueState::new(QueueConfig::default());
-        let mut sink = ResultSink::new();
-        assert_eq!(
-            sink.commit(&state, task_id(), 0, b"x".to_vec()),
-            Err(Refused::NotCurrent {
-                task_id: task_id(),
-                token: 0,
-                current: None
-            })
-        );
-        assert!(sink.is_empty());
+    fn clones_share_one_sink() {
+        let sink = ResultSink::new();
+        let other_worker_s_handle = sink.clone();
+        other_worker_s_handle
+            .commit(task_id(), 2, b"x".to_vec())
+            .unwrap();
+        assert_eq!(sink.highest_token(task_id()), Some(2));
     }
 }

@@ -312,8 +312,10 @@ fn keep_own_verdict(own_verdicts: &mut BTreeMap<i64, OwnVerdict>, offset: i64, e
     }
 }
 
-/// A read-only handle on a worker's live [`QueueState`], for code that must check the current
-/// lease — a work function, a [`ResultSink`](super::ResultSink).
+/// A read-only handle on a worker's live [`QueueState`], e.g. for a work function that wants to
+/// see the queue. It is only as fresh as the worker's followers: a worker paused past its lease
+/// wakes up with a view that still says its token is current, so it is no place to check a lease
+/// before an effect — that is the receiver's job ([`ResultSink`](super::ResultSink)).
 #[derive(Debug, Clone)]
 pub struct StateView {
     view: Arc<LiveView>,

@@ -3,8 +3,9 @@
 //! The sample's default work is simulated — sleep `work_ms`, then return a hash of the payload —
 //! because the queue, not the work, is the subject. A real worker passes its own
 //! [`WorkFn`] to [`Worker::start_with_work`](super::Worker::start_with_work). The function
-//! must not commit external effects unfenced: see [`ResultSink`](super::ResultSink) and
-//! "Fencing" in `docs/task-queue.md`.
+//! must not commit external effects unfenced: pass [`Assignment::token`] to a receiver that
+//! refuses older tokens, shared by every worker (see [`ResultSink`](super::ResultSink) and "A
+//! fencing sink for effects" in `docs/task-queue.md`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ pub struct Assignment {
     pub token: i64,
     /// The task's input.
     pub payload: Vec<u8>,
-    /// The worker's live view of the queue (e.g. for a [`ResultSink`](super::ResultSink)).
+    /// The worker's live view of the queue. Not a lease check: see [`StateView`].
     pub view: StateView,
 }
 
