@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use booblik_client::{AckPolicy, Client};
-use booblik_samples::queue::worker::cli::{ClaimAckArg, QueueArgs};
-use booblik_samples::queue::worker::{MAX_CONNECT_WAIT_MS, submit_task_with_ack};
+use booblik_samples::queue::worker::cli::{AckArg, QueueArgs};
+use booblik_samples::queue::worker::{DEFAULT_CONNECT_WAIT_MS, submit_task_with_ack};
 use booblik_samples::support::cli::connect;
 use booblik_samples::support::logging;
 use booblik_samples::support::shutdown::Shutdown;
@@ -48,13 +48,13 @@ struct Cli {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=MAX_PAYLOAD_BYTES as u64))]
     payload_bytes: u64,
     /// Ack policy of the task appends.
-    #[arg(long, value_enum, default_value_t = ClaimAckArg::Forced)]
-    ack: ClaimAckArg,
+    #[arg(long, value_enum, default_value_t = AckArg::Forced)]
+    ack: AckArg,
     /// Print every submitted task as `task_id offset` on stdout, before the summary.
     #[arg(long)]
     print_ids: bool,
     /// How long to keep trying to reach the broker at start.
-    #[arg(long, default_value_t = MAX_CONNECT_WAIT_MS)]
+    #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
 

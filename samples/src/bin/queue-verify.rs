@@ -15,7 +15,7 @@ use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
 use booblik_samples::queue::verify::{VerifyConfig, verify_encoded};
 use booblik_samples::queue::worker::cli::QueueArgs;
 use booblik_samples::queue::worker::{
-    DEFAULT_LEASE_MS, MAX_CONNECT_WAIT_MS, read_raw_logs, wall_clock_ms,
+    DEFAULT_CONNECT_WAIT_MS, DEFAULT_LEASE_MS, read_raw_logs, wall_clock_ms,
 };
 use booblik_samples::support::cli::connect;
 use booblik_samples::support::logging;
@@ -41,7 +41,7 @@ struct Cli {
     #[arg(long, default_value_t = DEFAULT_LOST_AFTER_MS)]
     lost_after_ms: u64,
     /// How long to keep trying to reach the broker at start.
-    #[arg(long, default_value_t = MAX_CONNECT_WAIT_MS)]
+    #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
 

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
-use booblik_samples::queue::worker::cli::{ClaimAckArg, PickArg, QueueArgs};
+use booblik_samples::queue::worker::cli::{AckArg, PickArg, QueueArgs};
 use booblik_samples::queue::worker::{
-    DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, MAX_CONNECT_WAIT_MS, Worker,
+    DEFAULT_CONNECT_WAIT_MS, DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, Worker,
     WorkerConfig,
 };
 use booblik_samples::support::cli::connect;
@@ -50,20 +50,22 @@ struct Cli {
     /// How to choose among claimable tasks.
     #[arg(long, value_enum, default_value_t = PickArg::Random)]
     pick: PickArg,
-    /// This worker's id (a random v4 UUID by default).
+    /// This worker's id (a random v4 UUID by default). Never run two processes with one worker
+    /// id: the protocol tells workers apart by it, and two such processes could both work
+    /// under one lease.
     #[arg(long)]
     worker_id: Option<Uuid>,
     /// Expired leases after which a task is dead-lettered; must match every other worker.
     #[arg(long, default_value_t = DEFAULT_MAX_EXPIRED_LEASES)]
     max_expired_leases: NonZeroU32,
     /// Ack policy of claims, extends and dones.
-    #[arg(long, value_enum, default_value_t = ClaimAckArg::Forced)]
-    claim_ack: ClaimAckArg,
+    #[arg(long, value_enum, default_value_t = AckArg::Forced)]
+    claim_ack: AckArg,
     /// Long-poll wait of the followers' FETCH requests.
     #[arg(long, default_value_t = DEFAULT_FOLLOW_MAX_WAIT_MS)]
     follow_max_wait_ms: u64,
     /// How long to keep trying to reach the broker at start.
-    #[arg(long, default_value_t = MAX_CONNECT_WAIT_MS)]
+    #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -150,6 +151,7 @@ pub struct SeenRequests {
 pub struct WatchingProxy {
     addr: String,
     seen: Arc<Mutex<SeenRequests>>,
+    stall_produces: Arc<AtomicBool>,
     accept: JoinHandle<()>,
 }
 
@@ -164,21 +166,35 @@ impl WatchingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(Mutex::new(SeenRequests::default()));
+        let stall_produces = Arc::new(AtomicBool::new(false));
         let accept = {
             let seen = Arc::clone(&seen);
+            let stall_produces = Arc::clone(&stall_produces);
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let upstream = upstream.clone();
                     let seen = Arc::clone(&seen);
+                    let stall_produces = Arc::clone(&stall_produces);
                     tokio::spawn(async move {
                         if let Ok(broker) = TcpStream::connect(&upstream).await {
-                            relay(client, broker, seen).await;
+                            relay(client, broker, seen, stall_produces).await;
                         }
                     });
                 }
             })
         };
-        WatchingProxy { addr, seen, accept }
+        WatchingProxy {
+            addr,
+            seen,
+            stall_produces,
+            accept,
+        }
+    }
+
+    /// From now on, a connection that sends a PRODUCE hangs: the request never reaches the
+    /// broker and no answer comes back (appends stall; reads on other connections go on).
+    pub fn stall_produces(&self) {
+        self.stall_produces.store(true, Ordering::SeqCst);
     }
 
     pub fn addr(&self) -> String {
@@ -196,7 +212,12 @@ impl WatchingProxy {
     }
 }
 
-async fn relay(client: TcpStream, broker: TcpStream, seen: Arc<Mutex<SeenRequests>>) {
+async fn relay(
+    client: TcpStream,
+    broker: TcpStream,
+    seen: Arc<Mutex<SeenRequests>>,
+    stall_produces: Arc<AtomicBool>,
+) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut broker_read, mut broker_write) = broker.into_split();
     let answers = tokio::spawn(async move {
@@ -210,9 +231,12 @@ async fn relay(client: TcpStream, broker: TcpStream, seen: Arc<Mutex<SeenRequest
             Ok(read) => read,
         };
         pending.extend_from_slice(&chunk[..read]);
+        let mut stall = false;
         while let Ok(Decoded::Complete { value, used }) = decode_request_frame(&pending) {
             if let Ok(request) = value {
                 let mut seen = seen.lock().unwrap();
+                stall |= matches!(request.body, RequestBody::Produce(_))
+                    && stall_produces.load(Ordering::SeqCst);
                 match request.body {
                     RequestBody::Fetch(fetch) => seen
                         .fetches
@@ -224,6 +248,9 @@ async fn relay(client: TcpStream, broker: TcpStream, seen: Arc<Mutex<SeenRequest
                 }
             }
             pending.drain(..used);
+        }
+        if stall {
+            std::future::pending::<()>().await;
         }
         if broker_write.write_all(&chunk[..read]).await.is_err() {
             break;

@@ -7,11 +7,17 @@
 
 use std::time::{Duration, Instant};
 
+use uuid::Uuid;
+
 use super::stats::StatsCells;
 use super::view::Candidate;
 use super::{VERDICT_TIMEOUT_MS, Worker, WorkerEvent, wall_clock_ms};
 use crate::queue::record::Claim;
 use crate::queue::state::{ClaimLostReason, Event};
+
+/// Claim appends that failed remembered at most (their task ids): a failed append may still
+/// have been written and won, and only such a claim's lease may be adopted later.
+pub const MAX_UNACKNOWLEDGED_CLAIMS: usize = 1_024;
 
 /// Whether a claim made it into the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,11 +33,42 @@ pub(super) enum Attempt {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Grant {
     pub(super) token: i64,
+    /// When the claim that won was issued (no later than its timestamp was taken): the local
+    /// lease deadline runs from here.
+    pub(super) issued_at: Instant,
     /// When to send the first extend.
     pub(super) first_extend_at: Instant,
 }
 
 impl Worker {
+    /// Notes that a claim on `task_id` may have been written by this run although its append
+    /// failed (the oldest note goes beyond [`MAX_UNACKNOWLEDGED_CLAIMS`]).
+    fn remember_unacknowledged_claim(&self, task_id: Uuid, issued_at: Instant) {
+        let mut unacknowledged = self
+            .unacknowledged_claims
+            .lock()
+            .expect("unacknowledged claims lock");
+        if unacknowledged.len() >= MAX_UNACKNOWLEDGED_CLAIMS {
+            unacknowledged.pop_front();
+        }
+        unacknowledged.push_back((task_id, issued_at));
+    }
+
+    /// If the claim at `holder_token` on `task_id` can be one this run wrote — written at or
+    /// after this run's start in the claims log, on a task whose claim append this run saw fail
+    /// — when the earliest such append was issued (the conservative start of its lease).
+    fn unacknowledged_claim_issued_at(&self, task_id: Uuid, holder_token: i64) -> Option<Instant> {
+        if holder_token < self.view.own_from() {
+            return None;
+        }
+        self.unacknowledged_claims
+            .lock()
+            .expect("unacknowledged claims lock")
+            .iter()
+            .find(|(task, _)| *task == task_id)
+            .map(|(_, issued_at)| *issued_at)
+    }
+
     /// Claims `candidate`; if the claim wins, works on it until done or the lease is lost.
     pub(super) async fn claim(&self, candidate: Candidate) -> anyhow::Result<Attempt> {
         let task_id = candidate.task_id;
@@ -47,6 +84,7 @@ impl Worker {
             Ok(offset) => offset,
             Err(error) => {
                 tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
+                self.remember_unacknowledged_claim(task_id, issued_at);
                 return Ok(Attempt::NotAppended);
             }
         };
@@ -64,11 +102,15 @@ impl Worker {
                 StatsCells::bump(&self.stats.wins);
                 Some(Grant {
                     token: *token,
+                    issued_at,
                     first_extend_at: issued_at + self.config.extend_every(),
                 })
             }
-            // An earlier claim of ours (one whose acknowledgement was lost) won this task: the
-            // lease is ours under that claim's token. Its grant time is unknown, so extend now.
+            // An earlier claim under our worker id holds the task. The lease is ours only if
+            // *this run* wrote that claim: one whose append failed (its acknowledgement lost)
+            // for this very task, at or after this run's start in the claims log. Anything else
+            // is another process with the same worker id — adopting its lease would put two
+            // workers on one token. Its grant time is unknown, so extend now.
             Event::ClaimLost {
                 reason:
                     ClaimLostReason::AlreadyLeased {
@@ -79,10 +121,25 @@ impl Worker {
                 ..
             } if *holder_worker_id == worker_id => {
                 StatsCells::bump(&self.stats.lost_races);
-                Some(Grant {
-                    token: *holder_token,
-                    first_extend_at: Instant::now(),
-                })
+                if let Some(claim_issued_at) =
+                    self.unacknowledged_claim_issued_at(task_id, *holder_token)
+                {
+                    Some(Grant {
+                        token: *holder_token,
+                        issued_at: claim_issued_at,
+                        first_extend_at: Instant::now(),
+                    })
+                } else {
+                    tracing::error!(
+                        %worker_id,
+                        %task_id,
+                        holder_token,
+                        own_from = self.view.own_from(),
+                        "a claim under this worker id that this run did not write holds the task: \
+                         is another process running with the same worker id?"
+                    );
+                    None
+                }
             }
             Event::ClaimLost { .. } | Event::TaskDeadLettered { .. } => {
                 StatsCells::bump(&self.stats.lost_races);

@@ -10,7 +10,7 @@ use crate::queue::pick::Pick;
 
 /// Default `--connect-wait-ms`: how long a queue binary keeps trying to reach the broker at
 /// start (containers start in any order).
-pub const MAX_CONNECT_WAIT_MS: u64 = 60_000;
+pub const DEFAULT_CONNECT_WAIT_MS: u64 = 60_000;
 
 /// Flags every queue binary takes.
 #[derive(Debug, Clone, Args)]
@@ -47,20 +47,21 @@ impl From<PickArg> for Pick {
     }
 }
 
-/// `--claim-ack` (NONE is not offered: a claim needs the offset its append returns).
+/// `--claim-ack` of `queue-worker` and `--ack` of `queue-submit` (NONE is not offered: both need
+/// the offset the append returns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClaimAckArg {
-    /// Acknowledged after an fsync covered the claim: verdicts come from a durable prefix.
+pub enum AckArg {
+    /// Acknowledged after an fsync covered the record: verdicts come from a durable prefix.
     Forced,
-    /// Acknowledged once written (page cache): faster, unsafe across a broker crash.
+    /// Acknowledged once written (page cache): faster, unsafe across a broker machine crash.
     Written,
 }
 
-impl From<ClaimAckArg> for AckPolicy {
-    fn from(ack: ClaimAckArg) -> Self {
+impl From<AckArg> for AckPolicy {
+    fn from(ack: AckArg) -> Self {
         match ack {
-            ClaimAckArg::Forced => AckPolicy::Forced,
-            ClaimAckArg::Written => AckPolicy::Written,
+            AckArg::Forced => AckPolicy::Forced,
+            AckArg::Written => AckPolicy::Written,
         }
     }
 }

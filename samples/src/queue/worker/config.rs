@@ -41,6 +41,13 @@ pub const EXTENDS_PER_LEASE: u64 = 3;
 pub struct WorkerConfig {
     /// Identity written into every claim, extend and done. A fresh v4 UUID by default; give a
     /// stable one only if a restarted worker should be recognisable in the logs.
+    ///
+    /// **Never run two processes with one worker id.** The protocol tells workers apart by it
+    /// alone: a worker treats a lease held under its id as possibly its own (a claim whose
+    /// acknowledgement was lost), so two processes sharing an id could both work under one
+    /// token. A worker adopts such a lease only if the claim was written after it started, on a
+    /// task whose claim append it saw fail, and refuses others with an error in the log — which
+    /// narrows the window, but cannot close it.
     pub worker_id: Uuid,
     /// Topic of `Task` records (one partition).
     pub tasks_topic: String,

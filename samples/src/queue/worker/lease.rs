@@ -7,6 +7,20 @@
 //! (`Expired`) and anyone may claim the task now — and the work is abandoned: a done would be
 //! fenced, or would race a new holder. If the work finishes first, an extend still in flight is
 //! dropped; its record, if written, is harmless.
+//!
+//! # The local deadline
+//!
+//! A void extend is one way to learn the lease is gone; silence is the other. If extends cannot be
+//! appended (the broker is unreachable, the appends keep failing), no verdict ever says "void",
+//! yet the lease lapses all the same, and someone else may claim the task. So the worker keeps a
+//! deadline of its own, by its monotonic clock: `valid_until` = the moment the last *confirmed*
+//! grant or renewal was issued + `lease_ms` − a safety margin
+//! ([`LEASE_SAFETY_MARGIN_PERCENT`] of the lease, for the writers' clock skew and the time the
+//! next holder's claim takes). The record's timestamp is taken after that moment, so the log's
+//! lease runs at least that long. When `valid_until` passes without a newer confirmation, the
+//! worker drops the work and reports the lease lost — it stops *before* the log would let another
+//! worker in, not after. (This cannot help a worker whose whole process is paused; that case is
+//! the fencing sink's.)
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +34,16 @@ use super::{
 };
 use crate::queue::record::{Done, Extend};
 use crate::queue::state::{Event, Rejection};
+
+/// Share of the lease, in percent, that the worker gives up at the end of every lease: its local
+/// deadline is `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
+pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
+
+/// The worker's local deadline for a lease confirmed as issued at `issued_at` (a grant or a
+/// renewal): after it the worker must not act under the lease any more.
+pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64) -> Instant {
+    issued_at + Duration::from_millis(lease_ms * (100 - LEASE_SAFETY_MARGIN_PERCENT) / 100)
+}
 
 /// Attempts at appending a done before giving up (the lease then lapses and the task is run
 /// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
@@ -76,12 +100,21 @@ impl Worker {
         });
         let extend_every = self.config.extend_every();
         let mut next_extend_at = grant.first_extend_at;
+        let mut valid_until = local_lease_deadline(grant.issued_at, self.config.lease_ms);
         let result = loop {
             tokio::select! {
                 biased;
+                // First: past the local deadline nothing else may happen under this lease.
+                () = tokio::time::sleep_until(valid_until.into()) => {
+                    self.lease_lost(task_id, token, "no renewal confirmed before the local lease deadline");
+                    return Ok(());
+                }
                 result = &mut work => break result,
                 outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
-                    ExtendOutcome::Renewed { issued_at } => next_extend_at = issued_at + extend_every,
+                    ExtendOutcome::Renewed { issued_at } => {
+                        next_extend_at = issued_at + extend_every;
+                        valid_until = local_lease_deadline(issued_at, self.config.lease_ms);
+                    }
                     ExtendOutcome::NotAppended => {
                         next_extend_at = Instant::now() + Duration::from_millis(APPEND_RETRY_BACKOFF_MS);
                     }

@@ -11,6 +11,7 @@
 //!           lost  → loop
 //!           won   → work; every lease/3 append Extend(token) and wait for its verdict
 //!                     void → lease lost: abandon the work
+//!                     no renewal confirmed by the local deadline → lease lost: abandon it
 //!                   append Done(token, result) and wait for its verdict
 //! ```
 //!
@@ -56,7 +57,8 @@ mod submit;
 mod view;
 mod work;
 
-pub use cli::MAX_CONNECT_WAIT_MS;
+pub use claim::MAX_UNACKNOWLEDGED_CLAIMS;
+pub use cli::DEFAULT_CONNECT_WAIT_MS;
 pub use clock::wall_clock_ms;
 pub use config::{
     DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, EXTENDS_PER_LEASE,
@@ -64,7 +66,7 @@ pub use config::{
 };
 pub use event::WorkerEvent;
 pub use follower::{FOLLOW_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_FOLLOW_FAILURES};
-pub use lease::MAX_DONE_ATTEMPTS;
+pub use lease::{LEASE_SAFETY_MARGIN_PERCENT, MAX_DONE_ATTEMPTS, local_lease_deadline};
 pub use logs::{read_logs, read_raw_logs};
 pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};
 pub use stats::WorkerStats;
@@ -72,6 +74,7 @@ pub use submit::{submit_task, submit_task_with_ack};
 pub use view::{MAX_KEPT_OWN_VERDICTS, StateView, ViewError};
 pub use work::{Assignment, WorkFn, result_of, simulated_work};
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,6 +119,8 @@ pub struct Worker {
     work: WorkFn,
     stats: StatsCells,
     current: Mutex<Option<(Uuid, i64)>>,
+    /// Tasks whose claim append failed (fate unknown), newest last: see `claim.rs`.
+    unacknowledged_claims: Mutex<VecDeque<(Uuid, std::time::Instant)>>,
     events: Mutex<EventSink>,
     /// High watermarks of `tasks` and `claims` at start: `run` catches up to them first.
     start_offsets: (i64, i64),
@@ -201,6 +206,7 @@ impl Worker {
             work,
             stats: StatsCells::default(),
             current: Mutex::new(None),
+            unacknowledged_claims: Mutex::new(VecDeque::new()),
             events: Mutex::new(EventSink::default()),
             start_offsets: (tasks_end, claims_end),
             followers,

@@ -209,6 +209,12 @@ impl LiveView {
         f(&self.lock().state)
     }
 
+    /// The claims offset from which records under this worker id are this run's own: the
+    /// claims high watermark when the worker started.
+    pub(crate) fn own_from(&self) -> i64 {
+        self.lock().own_from
+    }
+
     /// Undecodable records skipped so far.
     pub(crate) fn undecodable_records(&self) -> u64 {
         self.lock().undecodable_records

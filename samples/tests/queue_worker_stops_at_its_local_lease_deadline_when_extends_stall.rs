@@ -1,0 +1,66 @@
+//! A worker whose extends cannot be appended (its appends hang: no verdict, void or otherwise,
+//! ever comes back) stops working at its own local lease deadline and reports the lease lost,
+//! instead of working on past a lease the log has let lapse.
+
+mod queue_worker_support;
+
+use booblik_samples::queue::record::ClaimsRecord;
+use booblik_samples::queue::worker::{Worker, WorkerEvent, read_logs, submit_task};
+use queue_worker_support::{
+    EmbeddedBroker, RunningWorker, WatchingProxy, quick_config, wait_until,
+};
+
+const LEASE_MS: u64 = 900;
+/// Far longer than the test: the worker can only stop working by giving the lease up.
+const WORK_MS: u64 = 60_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_extends_stall_gives_the_lease_up_by_its_own_clock() {
+    let broker = EmbeddedBroker::start().await;
+    let proxy = WatchingProxy::start(broker.addr()).await;
+    let submitter = broker.client().await;
+    let (task_id, _) = submit_task(&submitter, "tasks", b"stalled".to_vec())
+        .await
+        .unwrap();
+    let mut worker = Worker::start(proxy.client().await, quick_config(LEASE_MS, WORK_MS))
+        .await
+        .unwrap();
+    let worker_id = worker.worker_id();
+    let mut events = worker.events().unwrap();
+    let running = RunningWorker::spawn(worker);
+    wait_until("the worker is working", || async {
+        running.worker.current_task().is_some()
+    })
+    .await;
+    let (working_on, token) = running.worker.current_task().unwrap();
+    assert_eq!(working_on, task_id);
+
+    proxy.stall_produces();
+    wait_until("the worker has stopped working", || async {
+        running.worker.current_task().is_none()
+    })
+    .await;
+    assert_eq!(running.worker.stats().leases_lost, 1);
+    assert_eq!(running.worker.stats().completed, 0);
+
+    let mut lost = false;
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event, WorkerEvent::DoneAppended { .. }),
+            "no done after giving the lease up: {event:?}"
+        );
+        lost |= event == WorkerEvent::LeaseLost { task_id, token };
+    }
+    assert!(lost, "the loss was reported as an event");
+
+    let (_, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
+    assert!(
+        claims.iter().all(|(_, record)| !matches!(
+            record,
+            ClaimsRecord::Done(done) if done.worker_id == worker_id
+        )),
+        "the worker wrote no done"
+    );
+    // The worker's run is left to end with the test's runtime: its next append would hang too.
+    running.handle.abort();
+}
