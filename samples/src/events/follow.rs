@@ -21,6 +21,15 @@
 //! A restarted consumer is therefore at most one batch behind where it was: `resumed_from` (in the
 //! stats) is the saved position, at or below the last `next_offset` it reported before the crash.
 //!
+//! The limit of "never a loss": the broker serves records up to its high watermark, which includes
+//! records written but not yet fsynced. If the broker's *machine* crashes (a process crash keeps
+//! them: they are in the page cache), those records can vanish and their offsets be reused by new
+//! records; a consumer that read and checkpointed past them resumes after the reused offsets and
+//! skips the new records silently. Publishers using FORCED make their own records durable before
+//! the ack, but cannot keep readers from seeing others' unsynced records. A consumer can detect it
+//! by re-reading the last record it applied after reconnecting and comparing its CRC (not done
+//! here; see "The limit" in `samples/README.md`).
+//!
 //! # Stopping
 //!
 //! The stop signal is only looked at *between* batches: a batch that was fetched is handled and

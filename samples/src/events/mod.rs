@@ -35,8 +35,13 @@
 //!   partitioner) and every reader sees them in the order they were sent. Across partitions there
 //!   is no order.
 //! * **At-least-once**: the follow consumer handles a batch, then saves `next_offset`. A crash in
-//!   between repeats at most that batch; nothing is ever skipped. Duplicates are counted, by
-//!   offset, and are not order violations.
+//!   between repeats at most that batch; nothing is skipped. Duplicates are counted, by offset,
+//!   and are not order violations. The limit: a reader is served up to the high watermark, which
+//!   includes records written but not yet fsynced. A crash of the broker's *machine* (not of its
+//!   process: the page cache survives that) can lose them, and their offsets are then reused by
+//!   new records, which a reader that already read and checkpointed past the lost ones skips.
+//!   Publishing with FORCED keeps a publisher's own acknowledged records; it does not stop readers
+//!   from seeing others' unsynced ones (see "The limit" in `samples/README.md`).
 //! * **Rebuildable read model**: the projection is a function of the log; restarting it replays.
 
 pub mod crosscheck;

@@ -6,8 +6,11 @@
 //! * **the connection is gone** (broker restarting, network blip, timeout): wait
 //!   [`RETRY_BACKOFF_MS`] and ask again *from the same position*. The client reopens the
 //!   connection on the next call, and a consumer's position only moves after a batch arrived, so
-//!   retrying can neither skip nor repeat a record. A `docker compose restart broker` should not
-//!   kill the consumers.
+//!   retrying neither skips nor repeats a record the broker still has. A `docker compose restart
+//!   broker` should not kill the consumers. (One case retrying cannot see: after a crash of the
+//!   broker's *machine*, records it served before their fsync may be gone and their offsets
+//!   reused by new records, which the consumer then skips — see "The limit" in
+//!   `samples/README.md`.)
 //! * **anything else** — the broker refused (`OFFSET_OUT_OF_RANGE` after retention passed the
 //!   position, an unknown topic), or the data is wrong (CRC mismatch) — will be the same on the
 //!   next try. Retrying would hide it in a loop of warnings; the sample stops and says why.
