@@ -20,7 +20,16 @@
 //! order-checked again). Telling duplicates apart by offset is what makes the order check strict:
 //! a `seq` that goes down at a *new* offset can only be a real violation.
 //!
-//! Memory: one entry per user seen in the partition (the last publisher and `seq`, and a count).
+//! # Order is per publisher
+//!
+//! `seq` counts one publisher's events for one user, so two publishers writing for the same user
+//! interleave two independent sequences (A5, B0, A6 is in order). The check therefore remembers
+//! the last `seq` per *(user, publisher)*: remembering only the user's last event would forget A's
+//! position as soon as B writes, and A5, B0, A4 would pass.
+//!
+//! Memory: per user seen in the partition, a count and the last `seq` of at most
+//! [`MAX_PUBLISHERS_PER_USER`] publishers (the least recently seen is forgotten beyond that; its
+//! next event is then not order-checked).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,6 +37,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::events::event::{DecodeError, UserEvent};
+
+/// Publishers whose last `seq` the order check remembers per user; beyond this the one seen
+/// least recently is forgotten. Publishers are runs of the publisher (a new id per run), so a
+/// user sees a new one per restart; the bound keeps a long-lived reader's memory flat.
+pub const MAX_PUBLISHERS_PER_USER: usize = 16;
 
 /// What one record turned out to be.
 #[derive(Debug)]
@@ -68,9 +82,10 @@ pub struct PartitionTally {
     pub undecodable: u64,
     /// Distinct events per user.
     pub per_user: BTreeMap<String, u64>,
-    /// Per user: the publisher and `seq` of the last new event.
+    /// Per user: `(publisher, last seq)` of the last [`MAX_PUBLISHERS_PER_USER`] publishers,
+    /// least recently seen first.
     #[serde(skip)]
-    last_seq: HashMap<String, (Uuid, u64)>,
+    last_seq: HashMap<String, Vec<(Uuid, u64)>>,
 }
 
 impl PartitionTally {
@@ -128,13 +143,19 @@ impl PartitionTally {
             }
         };
         *self.per_user.entry(event.user_id.clone()).or_insert(0) += 1;
-        let previous = self
-            .last_seq
-            .insert(event.user_id.clone(), (event.publisher_id, event.seq));
+        let publishers = self.last_seq.entry(event.user_id.clone()).or_default();
+        let previous = publishers
+            .iter()
+            .position(|(publisher, _)| *publisher == event.publisher_id)
+            .map(|at| publishers.remove(at).1);
+        if publishers.len() >= MAX_PUBLISHERS_PER_USER {
+            publishers.remove(0);
+        }
+        // Most recently seen last; a violation still moves the position on, so one event out
+        // of place is reported once, not again for every event after it.
+        publishers.push((event.publisher_id, event.seq));
         match previous {
-            Some((publisher, previous_seq))
-                if publisher == event.publisher_id && event.seq <= previous_seq =>
-            {
+            Some(previous_seq) if event.seq <= previous_seq => {
                 self.order_violations += 1;
                 tracing::error!(
                     partition = self.partition,
@@ -178,6 +199,57 @@ mod tests {
         tally.observe(1, &event(second, "u", 0));
         assert_eq!(tally.order_violations, 0);
         assert_eq!(tally.per_user["u"], 2);
+    }
+
+    #[test]
+    fn interleaved_publishers_do_not_hide_a_violation() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut tally = PartitionTally::new(0);
+        tally.observe(0, &event(a, "u", 5));
+        tally.observe(1, &event(b, "u", 0));
+        assert!(matches!(
+            tally.observe(2, &event(b, "u", 1)),
+            Observation::New(_)
+        ));
+        assert!(matches!(
+            tally.observe(3, &event(a, "u", 4)),
+            Observation::OutOfOrder {
+                previous_seq: 5,
+                ..
+            }
+        ));
+        assert!(matches!(
+            tally.observe(4, &event(a, "u", 6)),
+            Observation::New(_)
+        ));
+        assert_eq!(tally.order_violations, 1);
+    }
+
+    #[test]
+    fn the_least_recently_seen_publisher_is_forgotten_beyond_the_cap() {
+        let publishers: Vec<Uuid> = (0..=MAX_PUBLISHERS_PER_USER)
+            .map(|_| Uuid::new_v4())
+            .collect();
+        let mut tally = PartitionTally::new(0);
+        let mut offset = 0;
+        for publisher in &publishers {
+            tally.observe(offset, &event(*publisher, "u", 10));
+            offset += 1;
+        }
+        assert_eq!(tally.last_seq["u"].len(), MAX_PUBLISHERS_PER_USER);
+        // The first publisher was forgotten: its lower seq is not checked any more.
+        assert!(matches!(
+            tally.observe(offset, &event(publishers[0], "u", 1)),
+            Observation::New(_)
+        ));
+        // The most recent one is still remembered.
+        assert!(matches!(
+            tally.observe(
+                offset + 1,
+                &event(publishers[MAX_PUBLISHERS_PER_USER], "u", 1)
+            ),
+            Observation::OutOfOrder { .. }
+        ));
     }
 
     #[test]
