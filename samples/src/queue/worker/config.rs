@@ -58,7 +58,8 @@ pub struct WorkerConfig {
     /// How long the simulated work takes (ignored by a custom work function).
     pub work_ms: u64,
     /// Interval between extends while working, from the last grant or renewal. `0` means
-    /// `lease_ms / 3` ([`EXTENDS_PER_LEASE`]); otherwise it must be below `lease_ms`.
+    /// `lease_ms / 3` ([`EXTENDS_PER_LEASE`]); otherwise it must be below the worker's local
+    /// lease deadline, `lease_ms` less [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT).
     pub extend_every_ms: u64,
     /// How to choose among claimable tasks.
     pub pick: Pick,
@@ -97,8 +98,13 @@ pub enum WorkerConfigError {
     /// A lease of zero would expire as it is granted.
     #[error("lease_ms must be at least 1")]
     ZeroLease,
-    /// An extend that comes after the lease expired is void: the worker would lose every lease.
-    #[error("extend_every_ms ({extend_every_ms}) must be below lease_ms ({lease_ms})")]
+    /// An extend due after the worker's local lease deadline (the lease less
+    /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)) comes too late: the
+    /// worker would give up every lease before its first extend.
+    #[error(
+        "extend_every_ms ({extend_every_ms}) must be below the local lease deadline, lease_ms ({lease_ms}) less {}%",
+        super::LEASE_SAFETY_MARGIN_PERCENT
+    )]
     ExtendNotBeforeExpiry {
         /// The configured interval.
         extend_every_ms: u64,
@@ -157,7 +163,8 @@ impl WorkerConfig {
                 lease_ms: self.lease_ms,
             });
         }
-        if self.extend_every_ms >= self.lease_ms {
+        let local_deadline_ms = self.lease_ms * (100 - super::LEASE_SAFETY_MARGIN_PERCENT) / 100;
+        if self.extend_every_ms >= local_deadline_ms.max(1) {
             return Err(WorkerConfigError::ExtendNotBeforeExpiry {
                 extend_every_ms: self.extend_every_ms,
                 lease_ms: self.lease_ms,
@@ -240,6 +247,18 @@ mod tests {
                 },
                 WorkerConfigError::ExtendNotBeforeExpiry {
                     extend_every_ms: 600,
+                    lease_ms: 600,
+                },
+            ),
+            // Below the lease, but past the local deadline (600 less 10 %).
+            (
+                WorkerConfig {
+                    lease_ms: 600,
+                    extend_every_ms: 540,
+                    ..base.clone()
+                },
+                WorkerConfigError::ExtendNotBeforeExpiry {
+                    extend_every_ms: 540,
                     lease_ms: 600,
                 },
             ),
