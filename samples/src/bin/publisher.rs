@@ -7,8 +7,9 @@
 //!
 //! Runs until `--count` records were sent, or until Ctrl-C/SIGTERM; either way it waits for every
 //! outstanding delivery, then prints its final stats as one JSON line on stdout. `GET /stats`
-//! (with `--stats-bind`): `sent`, `per_partition`, `last_offset`, `failed`, `attempted`. The code
-//! that matters is `booblik_samples::events::publisher`.
+//! (with `--stats-bind`): `sent`, `per_partition`, `last_offset`, `failed`,
+//! `failed_per_partition`, `attempted`. A failed delivery got no acknowledgement: whether the
+//! broker wrote it is unknown. The code that matters is `booblik_samples::events::publisher`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -75,7 +76,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     Ok(if last.failed == 0 {
         ExitCode::SUCCESS
     } else {
-        tracing::error!(failed = last.failed, "some records were not delivered");
+        tracing::error!(
+            failed = last.failed,
+            "some records were not acknowledged (whether they were written is unknown)"
+        );
         ExitCode::FAILURE
     })
 }

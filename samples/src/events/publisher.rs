@@ -4,14 +4,18 @@
 //!   shares, so all of one user's events land in one partition, in the order they were sent. That
 //!   is the only ordering a log gives: per partition, never across partitions.
 //! * **The producer batches.** `send` only queues the record and returns a [`Delivery`] — a
-//!   future of its offset. Waiting for each record
-//!   before sending the next would cost a round trip per record; instead a separate task awaits
-//!   the deliveries (at most [`MAX_PENDING_DELIVERIES`] at once) and counts what the broker
-//!   acknowledged.
+//!   future of its offset. Waiting for each record before sending the next would cost a round
+//!   trip per record; instead the deliveries go into a queue of at most
+//!   [`MAX_PENDING_DELIVERIES`] (`send` waits when it is full), and a separate task, the settler,
+//!   awaits them one after another, in the order sent, and counts what the broker acknowledged.
 //! * **Stats count acknowledged records**, not attempts: `sent` and `per_partition` are what the
 //!   broker confirmed (with `--ack none` it confirms nothing, so a record counts once it left).
-//!   A failed delivery is counted in `failed`; its `seq` is used up, so a consumer sees a gap in
-//!   that user's sequence — a gap, not a reordering.
+//! * **A failed delivery's outcome is unknown.** It is counted in `failed` (and
+//!   `failed_per_partition`), but "failed" means no acknowledgement arrived, not that nothing was
+//!   written: the connection may have broken after the broker wrote the record. So the log may
+//!   hold the event or not; its `seq` is used up either way, and a consumer sees either the event
+//!   or a gap in that user's sequence — never a reordering. The demo's cross-check accepts a log
+//!   that grew by anything from the acknowledged count to acknowledged + failed, and says which.
 //!
 //! Users are not equally active: user `i` of `n` is picked with a skewed distribution
 //! (`n × r²` for uniform `r`), so the projection's "top users" has something to show.
@@ -30,7 +34,8 @@ use crate::events::event::{EventKind, UserEvent, now_ms};
 use crate::support::pacer::Pacer;
 use crate::support::shutdown::Shutdown;
 
-/// Deliveries awaited at once; `send` waits when this many are outstanding.
+/// Deliveries queued for the settler, at most; `send` waits when the queue is full (the settler
+/// awaits them one at a time, in the order sent).
 pub const MAX_PENDING_DELIVERIES: usize = 10_000;
 
 /// Largest `--users`.
@@ -74,8 +79,10 @@ pub struct PublisherSnapshot {
     pub attempted: u64,
     /// Records acknowledged (or, under ack NONE, written to the socket).
     pub sent: u64,
-    /// Records whose delivery failed.
+    /// Records whose delivery failed: not acknowledged, which does not mean not written.
     pub failed: u64,
+    /// Failed deliveries per partition.
+    pub failed_per_partition: BTreeMap<i32, u64>,
     /// Acknowledged records per partition.
     pub per_partition: BTreeMap<i32, u64>,
     /// The highest acknowledged offset per partition (empty under ack NONE).
@@ -127,6 +134,7 @@ impl PublisherStats {
             }
             Err(error) => {
                 stats.failed += 1;
+                *stats.failed_per_partition.entry(partition).or_insert(0) += 1;
                 // One line per failed record would flood the log when the broker is down.
                 if stats.failed.is_power_of_two() {
                     tracing::warn!(partition, %error, failed = stats.failed, "delivery failed");
