@@ -7,8 +7,9 @@
 //! | [`support`] | — | plumbing shared by the binaries: flags, shutdown, retries, stats over HTTP, an embedded broker |
 //!
 //! Binaries (`src/bin/`): `publisher`, `follow-consumer`, `replay-consumer`, `projection`,
-//! `demo`, `queue-submit`, `queue-worker`, `queue-verify`. `samples/README.md` maps every pattern
-//! to the file that shows it.
+//! `demo`, `queue-submit`, `queue-worker`, `queue-verify`. Example (`examples/`):
+//! `checkpointed_follow`, the smallest at-least-once consumer, to copy. `samples/README.md` maps
+//! every pattern to the file that shows it.
 
 pub mod events;
 pub mod queue;

@@ -1,7 +1,8 @@
-//! `demo`: both layers in one process — an embedded broker; the publisher, a follow consumer per
-//! partition, the projection and a replay (layer 1); a task submitter and three queue workers
-//! racing for tasks through the claims log (layer 2) — with a live table, and cross-checks at the
-//! end (including `queue-verify`'s invariants over the tasks and claims logs).
+//! `demo`: both layers in one process — an embedded broker; a replay of what earlier runs left,
+//! the publisher, a follow consumer per partition and the projection (layer 1); a task submitter
+//! and three queue workers racing for tasks through the claims log, committing their effects
+//! through one shared fencing sink (layer 2) — with a live table, and cross-checks at the end
+//! (including `queue-verify`'s invariants over the tasks and claims logs, and the sink's effects).
 //!
 //! ```text
 //! cargo run --release -p booblik-samples --bin demo -- [--data-dir ./demo-data] [--bind 127.0.0.1:0]
@@ -11,13 +12,13 @@
 //!
 //! The broker's log goes to `<data-dir>/broker` and the follow consumers' positions to
 //! `<data-dir>/offsets`; both survive the demo, so running it again shows the consumers resuming
-//! (`resumed from …`) and the projection rebuilding from the whole log. `rm -rf demo-data` starts
+//! (`started from saved position …`) and the projection rebuilding from the whole log. `rm -rf demo-data` starts
 //! afresh. Ctrl-C (or `--duration-s`) stops it: the publisher first, then — once every reader has
 //! caught up with the log — the readers, each finishing and checkpointing its batch in hand. Then a
 //! replay checks what everyone saw; the exit status is 0 only when every check passed.
 //!
-//! Every part is a library function from `booblik_samples::events`, the same code the stand-alone
-//! binaries run. To add a part, spawn it with [`Demo::writer`] (it produces) or [`Demo::reader`]
+//! Every part is a library function from `booblik_samples::events` or `booblik_samples::queue`,
+//! the same code the stand-alone binaries run. To add a part, spawn it with [`Demo::writer`] (it produces) or [`Demo::reader`]
 //! (it consumes and has a notion of "caught up"), giving it a one-line status for the table.
 
 use std::collections::BTreeMap;
@@ -68,7 +69,7 @@ const CATCH_UP_LIMIT_MS: u64 = 15_000;
 #[command(
     name = "demo",
     version,
-    about = "The events samples in one process, on an embedded broker"
+    about = "The events samples and the task queue in one process, on an embedded broker"
 )]
 struct Cli {
     /// Directory for the broker's log (`broker/`) and the consumers' positions (`offsets/`).

@@ -95,8 +95,6 @@ pub struct PartitionProgress {
     /// The saved position this run started from; `None` when nothing was saved (started at the
     /// earliest offset).
     pub resumed_from: Option<i64>,
-    /// How many times this partition was (re)started in this process.
-    pub starts: u32,
     /// The next offset to read (the start position until the first batch).
     pub next_offset: i64,
     /// The last saved position.
@@ -108,8 +106,8 @@ pub struct PartitionProgress {
 }
 
 /// The follow consumer's live progress, shared with whoever reports it. Keeping it outside the
-/// consumer lets a caller (the demo) restart a partition and keep its counts, so duplicates after
-/// the restart are seen as duplicates.
+/// consumer lets a caller read it while the consumer runs (`/stats`, the demo's table) and
+/// cross-check it against a replay after the consumer stopped (the demo's checks).
 #[derive(Debug, Default)]
 pub struct FollowState {
     partitions: Mutex<BTreeMap<i32, PartitionProgress>>,
@@ -199,7 +197,6 @@ impl FollowState {
                 ..PartitionProgress::default()
             });
         progress.resumed_from = resumed_from;
-        progress.starts += 1;
         progress.next_offset = position;
         progress.checkpointed = resumed_from;
         progress.high_watermark = progress.high_watermark.max(position);
