@@ -111,10 +111,3 @@ impl UserEvent {
         Ok(event)
     }
 }
-
-/// Milliseconds since the Unix epoch by the wall clock (0 if the clock is before 1970).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
-}

@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::events::event::{EventKind, UserEvent, now_ms};
+use crate::events::event::{EventKind, UserEvent};
+use crate::support::clock::wall_clock_ms;
 use crate::support::pacer::Pacer;
 use crate::support::shutdown::Shutdown;
 
@@ -180,7 +181,7 @@ impl EventSource {
             user_id: format!("user-{user:03}"),
             seq: this_seq,
             kind,
-            at_ms: now_ms(),
+            at_ms: wall_clock_ms(),
         }
     }
 }

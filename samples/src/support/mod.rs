@@ -2,7 +2,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`cli`] | the flags every sample takes (`--broker`, `--stats-bind`, `--topic`) |
+//! | [`cli`] | the flags every events sample takes (`--broker`, `--stats-bind`, `--topic`) |
+//! | [`clock`] | the one wall clock records are stamped with |
 //! | [`logging`] | `tracing` to stderr, filtered by `RUST_LOG` |
 //! | [`shutdown`] | one stop signal for many tasks; Ctrl-C and SIGTERM trigger it |
 //! | [`per_partition`] | one task per partition with a shared stop signal |
@@ -12,6 +13,7 @@
 //! | [`embedded_broker`] | a broker in the same process, for the demo and the tests |
 
 pub mod cli;
+pub mod clock;
 pub mod embedded_broker;
 pub mod logging;
 pub mod pacer;

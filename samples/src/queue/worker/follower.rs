@@ -6,22 +6,23 @@
 //!
 //! `Follow` sends FETCH v2 long polls, so an idle partition costs one request per
 //! `follow_max_wait_ms`. A lost connection is retried (the consumer reopens it; FETCH is safe to
-//! repeat) a bounded number of times in a row; anything else — a CRC mismatch, an offset out of
-//! range after retention or a broker that lost its tail — stops the follower, and with it the
-//! worker: its verdicts would no longer be everyone's.
+//! repeat — the rule every sample shares, [`crate::support::retry`]) a bounded number of times in
+//! a row; anything else — a CRC mismatch, an offset out of range after retention or a broker that
+//! lost its tail — stops the follower, and with it the worker: its verdicts would no longer be
+//! everyone's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use booblik_client::{ClientError, Follow};
+use booblik_client::Follow;
 use tokio::task::JoinHandle;
 
 use super::view::LiveView;
 use crate::queue::state::LogName;
+use crate::support::retry::{RETRY_BACKOFF_MS, is_transient};
 
-/// Pause before retrying after a lost connection.
-pub const FOLLOW_RETRY_BACKOFF_MS: u64 = 500;
-/// Connection failures in a row after which a follower gives up (about 10 s of outage).
+/// Connection failures in a row after which a follower gives up (about 10 s of outage, at
+/// [`RETRY_BACKOFF_MS`] between attempts).
 pub const MAX_CONSECUTIVE_FOLLOW_FAILURES: u32 = 20;
 
 /// Spawns the follower of `log`; it runs until it fails for good or is aborted.
@@ -43,7 +44,7 @@ async fn run(mut follow: Follow, log: LogName, view: Arc<LiveView>) {
             Err(error) if is_transient(&error) && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
                 failures += 1;
                 tracing::warn!(%log, %error, failures, position = follow.position(), "follower lost its connection; retrying");
-                tokio::time::sleep(Duration::from_millis(FOLLOW_RETRY_BACKOFF_MS)).await;
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
             }
             Err(error) => {
                 tracing::error!(%log, %error, position = follow.position(), "follower stopped");
@@ -55,13 +56,4 @@ async fn run(mut follow: Follow, log: LogName, view: Arc<LiveView>) {
             }
         }
     }
-}
-
-/// Failures of the connection, not of the data: the same FETCH may succeed on a new connection.
-fn is_transient(error: &ClientError) -> bool {
-    error.is_connection_lost()
-        || matches!(
-            error,
-            ClientError::Connect { .. } | ClientError::ConnectTimeout { .. }
-        )
 }

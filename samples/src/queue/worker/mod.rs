@@ -45,7 +45,6 @@
 mod appender;
 mod claim;
 pub mod cli;
-mod clock;
 mod config;
 mod event;
 mod follower;
@@ -57,15 +56,15 @@ mod submit;
 mod view;
 mod work;
 
+pub use crate::support::clock::wall_clock_ms;
 pub use claim::MAX_UNACKNOWLEDGED_CLAIMS;
 pub use cli::DEFAULT_CONNECT_WAIT_MS;
-pub use clock::wall_clock_ms;
 pub use config::{
     DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, EXTENDS_PER_LEASE,
     MAX_FOLLOW_MAX_WAIT_MS, WorkerConfig, WorkerConfigError,
 };
 pub use event::WorkerEvent;
-pub use follower::{FOLLOW_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_FOLLOW_FAILURES};
+pub use follower::MAX_CONSECUTIVE_FOLLOW_FAILURES;
 pub use lease::{LEASE_SAFETY_MARGIN_PERCENT, MAX_DONE_ATTEMPTS, local_lease_deadline};
 pub use logs::{read_logs, read_raw_logs};
 pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};

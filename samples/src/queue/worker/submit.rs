@@ -8,8 +8,8 @@ use booblik_client::{AckPolicy, Client};
 use booblik_protocol::{RecordSet, TopicName};
 use uuid::Uuid;
 
-use super::clock::wall_clock_ms;
 use crate::queue::record::Task;
+use crate::support::clock::wall_clock_ms;
 
 /// Appends a task with `payload` (and `submitted_at_ms` = now) to partition 0 of `tasks_topic`,
 /// acknowledged FORCED: once this returns, the task survives a broker crash. Returns the new
