@@ -27,6 +27,7 @@ fn totals(stats: &[WorkerStats]) -> WorkerStats {
             leases_lost: sum.leases_lost + s.leases_lost,
             extends: sum.extends + s.extends,
             idle_waits: sum.idle_waits + s.idle_waits,
+            events_dropped: sum.events_dropped + s.events_dropped,
         })
 }
 

@@ -76,7 +76,7 @@ pub use work::{Assignment, WorkFn, result_of, simulated_work};
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -104,6 +104,10 @@ pub const MAX_IDLE_WAIT_MS: u64 = 5_000;
 pub const APPEND_RETRY_BACKOFF_MS: u64 = 100;
 /// Failed claim appends in a row after which the worker stops.
 pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
+/// Events waiting for the receiver of [`Worker::events`], at most; beyond this new events are
+/// dropped and counted in [`WorkerStats::events_dropped`]. A won task makes five events, so this
+/// holds the steps of hundreds of tasks: an observer that reads at all never loses one.
+pub const MAX_QUEUED_EVENTS: usize = 4_096;
 
 /// A worker: two followers feeding a live view of the queue, and the claim/work loop.
 ///
@@ -131,7 +135,7 @@ pub struct Worker {
 #[derive(Debug, Default)]
 struct EventSink {
     taken: bool,
-    sender: Option<mpsc::UnboundedSender<WorkerEvent>>,
+    sender: Option<mpsc::Sender<WorkerEvent>>,
 }
 
 impl fmt::Debug for Worker {
@@ -215,13 +219,14 @@ impl Worker {
 
     /// The event stream. The first call creates it and returns the receiver; later calls return
     /// `None`. Events before the first call are not kept; events are dropped once the receiver
-    /// is dropped.
-    pub fn events(&mut self) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {
+    /// is dropped, and while [`MAX_QUEUED_EVENTS`] are unread (counted in
+    /// [`WorkerStats::events_dropped`]): the worker never waits for an observer.
+    pub fn events(&mut self) -> Option<mpsc::Receiver<WorkerEvent>> {
         let mut sink = self.events.lock().expect("events lock");
         if sink.taken {
             return None;
         }
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = mpsc::channel(MAX_QUEUED_EVENTS);
         sink.taken = true;
         sink.sender = Some(sender);
         Some(receiver)
@@ -334,10 +339,23 @@ impl Worker {
     fn emit(&self, event: WorkerEvent) {
         let mut sink = self.events.lock().expect("events lock");
         if let Some(sender) = &sink.sender
-            && sender.send(event).is_err()
+            && !offer(sender, event, &self.stats.events_dropped)
         {
             sink.sender = None;
         }
+    }
+}
+
+/// Hands `event` to the observer without waiting: if [`MAX_QUEUED_EVENTS`] are unread it is
+/// dropped and counted in `dropped`. Returns `false` once the receiver is gone.
+fn offer(sender: &mpsc::Sender<WorkerEvent>, event: WorkerEvent, dropped: &AtomicU64) -> bool {
+    match sender.try_send(event) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            StatsCells::bump(dropped);
+            true
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
     }
 }
 
@@ -355,4 +373,34 @@ async fn single_partition_topic(client: &Client, name: &str) -> anyhow::Result<T
         topic.partition_count()
     );
     Ok(topic)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(offset: i64) -> WorkerEvent {
+        WorkerEvent::ClaimAppended {
+            task_id: Uuid::nil(),
+            offset,
+        }
+    }
+
+    #[test]
+    fn a_full_event_queue_drops_and_counts_instead_of_growing() {
+        let (sender, mut receiver) = mpsc::channel(2);
+        let dropped = AtomicU64::new(0);
+        for offset in 0..5 {
+            assert!(offer(&sender, event(offset), &dropped));
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 3);
+        assert_eq!(receiver.try_recv().ok(), Some(event(0)));
+        assert_eq!(receiver.try_recv().ok(), Some(event(1)));
+        assert!(receiver.try_recv().is_err());
+        drop(receiver);
+        assert!(
+            !offer(&sender, event(5), &dropped),
+            "a gone receiver is noticed"
+        );
+    }
 }

@@ -26,6 +26,10 @@ pub struct WorkerStats {
     /// Times the worker found nothing claimable and waited for the logs to move or a lease to
     /// lapse. A worker that busy-looped would count thousands per second.
     pub idle_waits: u64,
+    /// Events dropped because the receiver of [`Worker::events`](super::Worker::events) had
+    /// [`MAX_QUEUED_EVENTS`](super::MAX_QUEUED_EVENTS) unread: a slow observer loses events, it
+    /// never grows the worker's memory or slows the worker down.
+    pub events_dropped: u64,
 }
 
 /// The counters behind [`WorkerStats`], updated without a lock.
@@ -38,6 +42,7 @@ pub(crate) struct StatsCells {
     pub(crate) leases_lost: AtomicU64,
     pub(crate) extends: AtomicU64,
     pub(crate) idle_waits: AtomicU64,
+    pub(crate) events_dropped: AtomicU64,
 }
 
 impl StatsCells {
@@ -55,6 +60,7 @@ impl StatsCells {
             leases_lost: read(&self.leases_lost),
             extends: read(&self.extends),
             idle_waits: read(&self.idle_waits),
+            events_dropped: read(&self.events_dropped),
         }
     }
 }
