@@ -37,8 +37,9 @@ pub enum WorkerEvent {
         /// The lease's fencing token (the winning claim's offset).
         token: i64,
     },
-    /// The lease is gone — an extend was void or the done was fenced — and the work was
-    /// abandoned or its result refused.
+    /// The lease is gone — an extend was void, no renewal was confirmed before the worker's
+    /// local lease deadline, or the done was fenced — and the work was abandoned or its result
+    /// refused.
     LeaseLost {
         /// The task.
         task_id: Uuid,

@@ -18,7 +18,8 @@ pub struct WorkerStats {
     pub lost_races: u64,
     /// Tasks whose done was accepted.
     pub completed: u64,
-    /// Leases lost while working: a void extend (work abandoned) or a fenced done.
+    /// Leases lost while working: a void extend or the local lease deadline passed (work
+    /// abandoned), or a fenced done.
     pub leases_lost: u64,
     /// Extends that renewed a lease, as far as the worker learnt: an extend still in flight when
     /// the work finished is dropped unread (the log may count one more per task).
