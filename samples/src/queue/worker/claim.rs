@@ -5,6 +5,7 @@
 //! token *is* that offset. The round trip (append issued → acknowledged and applied) is the claim
 //! latency the load experiment measures.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -18,6 +19,45 @@ use crate::queue::state::{ClaimLostReason, Event};
 /// Claim appends that failed remembered at most (their task ids): a failed append may still
 /// have been written and won, and only such a claim's lease may be adopted later.
 pub const MAX_UNACKNOWLEDGED_CLAIMS: usize = 1_024;
+
+/// Claims of this run whose append failed: their fate is unknown — written and winning, for all
+/// the worker knows. The one question asked of them: may a lease held under this worker's id be
+/// adopted as this run's own?
+#[derive(Debug, Default)]
+pub(super) struct UnacknowledgedClaims {
+    /// `(task, when the append was issued)`, oldest first, at most [`MAX_UNACKNOWLEDGED_CLAIMS`].
+    claims: VecDeque<(Uuid, Instant)>,
+}
+
+impl UnacknowledgedClaims {
+    /// Notes a failed claim append on `task_id` issued at `issued_at` (forgetting the oldest
+    /// note beyond [`MAX_UNACKNOWLEDGED_CLAIMS`]).
+    pub(super) fn remember(&mut self, task_id: Uuid, issued_at: Instant) {
+        if self.claims.len() >= MAX_UNACKNOWLEDGED_CLAIMS {
+            self.claims.pop_front();
+        }
+        self.claims.push_back((task_id, issued_at));
+    }
+
+    /// If the claim at `holder_token` on `task_id` can be one this run wrote — at or after
+    /// `own_from` (the claims position where this run started), on a task whose claim append this
+    /// run saw fail — when the earliest such append was issued: the conservative start of its
+    /// lease. `None`: the claim is not this run's, and its lease must not be adopted.
+    pub(super) fn adoptable(
+        &self,
+        task_id: Uuid,
+        holder_token: i64,
+        own_from: i64,
+    ) -> Option<Instant> {
+        if holder_token < own_from {
+            return None;
+        }
+        self.claims
+            .iter()
+            .find(|(task, _)| *task == task_id)
+            .map(|(_, issued_at)| *issued_at)
+    }
+}
 
 /// Whether a claim made it into the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,34 +81,6 @@ pub(super) struct Grant {
 }
 
 impl Worker {
-    /// Notes that a claim on `task_id` may have been written by this run although its append
-    /// failed (the oldest note goes beyond [`MAX_UNACKNOWLEDGED_CLAIMS`]).
-    fn remember_unacknowledged_claim(&self, task_id: Uuid, issued_at: Instant) {
-        let mut unacknowledged = self
-            .unacknowledged_claims
-            .lock()
-            .expect("unacknowledged claims lock");
-        if unacknowledged.len() >= MAX_UNACKNOWLEDGED_CLAIMS {
-            unacknowledged.pop_front();
-        }
-        unacknowledged.push_back((task_id, issued_at));
-    }
-
-    /// If the claim at `holder_token` on `task_id` can be one this run wrote — written at or
-    /// after this run's start in the claims log, on a task whose claim append this run saw fail
-    /// — when the earliest such append was issued (the conservative start of its lease).
-    fn unacknowledged_claim_issued_at(&self, task_id: Uuid, holder_token: i64) -> Option<Instant> {
-        if holder_token < self.view.own_from() {
-            return None;
-        }
-        self.unacknowledged_claims
-            .lock()
-            .expect("unacknowledged claims lock")
-            .iter()
-            .find(|(task, _)| *task == task_id)
-            .map(|(_, issued_at)| *issued_at)
-    }
-
     /// Claims `candidate`; if the claim wins, works on it until done or the lease is lost.
     pub(super) async fn claim(&self, candidate: Candidate) -> anyhow::Result<Attempt> {
         let task_id = candidate.task_id;
@@ -84,7 +96,10 @@ impl Worker {
             Ok(offset) => offset,
             Err(error) => {
                 tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
-                self.remember_unacknowledged_claim(task_id, issued_at);
+                self.unacknowledged_claims
+                    .lock()
+                    .expect("unacknowledged claims lock")
+                    .remember(task_id, issued_at);
                 return Ok(Attempt::NotAppended);
             }
         };
@@ -121,9 +136,12 @@ impl Worker {
                 ..
             } if *holder_worker_id == worker_id => {
                 StatsCells::bump(&self.stats.lost_races);
-                if let Some(claim_issued_at) =
-                    self.unacknowledged_claim_issued_at(task_id, *holder_token)
-                {
+                let adoptable = self
+                    .unacknowledged_claims
+                    .lock()
+                    .expect("unacknowledged claims lock")
+                    .adoptable(task_id, *holder_token, self.view.own_from());
+                if let Some(claim_issued_at) = adoptable {
                     Some(Grant {
                         token: *holder_token,
                         issued_at: claim_issued_at,
@@ -169,5 +187,57 @@ impl Worker {
             self.hold_lease(task_id, grant, candidate.payload).await?;
         }
         Ok(Attempt::Appended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN_FROM: i64 = 100;
+
+    #[test]
+    fn only_a_claim_this_run_may_have_written_is_adopted() {
+        let (mine, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let issued_at = Instant::now();
+        let mut claims = UnacknowledgedClaims::default();
+        claims.remember(mine, issued_at);
+        assert_eq!(
+            claims.adoptable(mine, OWN_FROM + 5, OWN_FROM),
+            Some(issued_at)
+        );
+        // Written before this run started: an earlier run's, or another process's.
+        assert_eq!(claims.adoptable(mine, OWN_FROM - 1, OWN_FROM), None);
+        // A task whose claim append never failed in this run: another process's claim.
+        assert_eq!(claims.adoptable(other, OWN_FROM + 5, OWN_FROM), None);
+    }
+
+    #[test]
+    fn the_earliest_failed_append_bounds_the_adopted_lease() {
+        let task = Uuid::from_u128(1);
+        let first = Instant::now();
+        let later = first + Duration::from_millis(50);
+        let mut claims = UnacknowledgedClaims::default();
+        claims.remember(task, first);
+        claims.remember(task, later);
+        assert_eq!(claims.adoptable(task, OWN_FROM, OWN_FROM), Some(first));
+    }
+
+    #[test]
+    fn the_oldest_note_is_forgotten_beyond_the_cap() {
+        let now = Instant::now();
+        let mut claims = UnacknowledgedClaims::default();
+        for n in 0..=MAX_UNACKNOWLEDGED_CLAIMS {
+            claims.remember(Uuid::from_u128(n as u128), now);
+        }
+        assert_eq!(
+            claims.adoptable(Uuid::from_u128(0), OWN_FROM, OWN_FROM),
+            None
+        );
+        assert!(
+            claims
+                .adoptable(Uuid::from_u128(1), OWN_FROM, OWN_FROM)
+                .is_some()
+        );
     }
 }

@@ -73,7 +73,6 @@ pub use submit::{submit_task, submit_task_with_ack};
 pub use view::{MAX_KEPT_OWN_VERDICTS, StateView, ViewError};
 pub use work::{Assignment, WorkFn, result_of, simulated_work};
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -122,8 +121,8 @@ pub struct Worker {
     work: WorkFn,
     stats: StatsCells,
     current: Mutex<Option<(Uuid, i64)>>,
-    /// Tasks whose claim append failed (fate unknown), newest last: see `claim.rs`.
-    unacknowledged_claims: Mutex<VecDeque<(Uuid, std::time::Instant)>>,
+    /// Claims whose append failed (fate unknown): see `claim.rs`.
+    unacknowledged_claims: Mutex<claim::UnacknowledgedClaims>,
     events: Mutex<EventSink>,
     /// High watermarks of `tasks` and `claims` at start: `run` catches up to them first.
     start_offsets: (i64, i64),
@@ -209,7 +208,7 @@ impl Worker {
             work,
             stats: StatsCells::default(),
             current: Mutex::new(None),
-            unacknowledged_claims: Mutex::new(VecDeque::new()),
+            unacknowledged_claims: Mutex::new(claim::UnacknowledgedClaims::default()),
             events: Mutex::new(EventSink::default()),
             start_offsets: (tasks_end, claims_end),
             followers,
