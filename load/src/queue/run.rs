@@ -187,12 +187,16 @@ async fn conduct(
     let process_cpu_s = cpu::process_cpu_seconds() - cpu_before;
 
     shutdown_tx.send_replace(true);
+    // A worker drops events its observer does not take in time (its event queue is bounded);
+    // a dropped `VerdictKnown` would leave a claim out of the latency histogram, so a run that
+    // lost any event is not reported.
+    let mut events_dropped = 0;
     for (index, slot) in slots.into_iter().enumerate() {
         if slot.killed {
             continue;
         }
         match tokio::time::timeout(SHUTDOWN_LIMIT, slot.run).await {
-            Ok(Ok(Ok(_stats))) => {}
+            Ok(Ok(Ok(stats))) => events_dropped += stats.events_dropped,
             Ok(outcome) => tracing::warn!(worker = index, ?outcome, "worker ended badly"),
             Err(_) => tracing::warn!(worker = index, "worker did not stop in time"),
         }
@@ -200,6 +204,11 @@ async fn conduct(
     if let Some(enqueuer) = enqueuer {
         enqueuer.abort();
     }
+    anyhow::ensure!(
+        events_dropped == 0,
+        "workers dropped {events_dropped} events the harness did not take in time: the \
+         claim-latency histogram would be incomplete"
+    );
     observer.stop();
     drop(events_tx);
     while let Ok((slot, event)) = events_rx.try_recv() {
