@@ -12,7 +12,7 @@ use booblik_broker::storage::{StorageError, WriteMode};
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use proptest::prelude::*;
 use storage_support::{
-    config, open, partition, partition_dir, payload, read_all, records, segment_files,
+    config, open, partition, payload, read_all, records, segment_files, snapshot,
 };
 
 /// Small enough that most generated logs span several segments, so damage lands in sealed
@@ -62,19 +62,6 @@ fn record_positions(bytes: &[u8]) -> Vec<usize> {
         at = end;
     }
     positions
-}
-
-/// Every file of the partition directory, by name, with its bytes.
-fn snapshot(data_dir: &std::path::Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(partition_dir(data_dir))
-        .unwrap()
-        .map(|entry| {
-            let entry = entry.unwrap();
-            (entry.file_name(), std::fs::read(entry.path()).unwrap())
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 fn apply(data_dir: &std::path::Path, mangle: &Mangle) {

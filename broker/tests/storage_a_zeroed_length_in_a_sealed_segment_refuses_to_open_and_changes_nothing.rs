@@ -10,9 +10,7 @@ use std::os::unix::fs::FileExt;
 
 use booblik_broker::storage::{StorageError, WriteMode};
 use booblik_protocol::AckPolicy;
-use storage_support::{
-    MODES, config, open, partition, partition_dir, payload, records, segment_files,
-};
+use storage_support::{MODES, config, open, partition, payload, records, segment_files, snapshot};
 
 /// 100-byte payloads: 108 bytes per record on disk.
 const RECORD_BYTES: u64 = 108;
@@ -30,19 +28,6 @@ async fn write_three_segments(dir: &std::path::Path, mode: WriteMode) {
             .unwrap();
     }
     storage.close().unwrap();
-}
-
-/// Every file of the partition directory, by name, with its bytes.
-fn snapshot(data_dir: &std::path::Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(partition_dir(data_dir))
-        .unwrap()
-        .map(|entry| {
-            let entry = entry.unwrap();
-            (entry.file_name(), std::fs::read(entry.path()).unwrap())
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 fn zero_length_field(path: &std::path::Path, position: u64) {

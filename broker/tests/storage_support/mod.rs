@@ -44,6 +44,20 @@ pub fn partition_dir(data_dir: &Path) -> PathBuf {
     data_dir.join(format!("{TOPIC}-0"))
 }
 
+/// Every file of that partition's directory, by name, with its bytes: what a refused open must
+/// leave exactly as it was.
+pub fn snapshot(data_dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(partition_dir(data_dir))
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (entry.file_name(), std::fs::read(entry.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// The segment files of that partition, sorted.
 pub fn segment_files(data_dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(partition_dir(data_dir))
