@@ -7,10 +7,13 @@ use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
 use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
 
-const LEASE_MS: u64 = 600;
+/// Long enough that a loaded 2-core CI machine confirms each extend in time: the worker gives the
+/// lease up locally 10 % before it lapses, so a confirmation may take up to lease × 0.9 − the
+/// extend interval (lease / 3) ≈ 850 ms here.
+const LEASE_MS: u64 = 1_500;
 /// Three leases' worth of work: without extends the lease would lapse twice over.
-const WORK_MS: u64 = 1_800;
-/// Extends every 200 ms over 1.8 s: about eight; a handful proves the renewal loop.
+const WORK_MS: u64 = 4_500;
+/// Extends every 500 ms over 4.5 s: about eight; a handful proves the renewal loop.
 const MIN_EXTENDS: u64 = 5;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
