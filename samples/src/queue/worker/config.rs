@@ -30,6 +30,13 @@ pub const MAX_FOLLOW_MAX_WAIT_MS: u64 = 60_000;
 /// an extend at a third of the lease leaves two more intervals for one to land before expiry.
 pub const EXTENDS_PER_LEASE: u64 = 3;
 
+/// An explicit `extend_every_ms` may be at most the lease divided by this (see
+/// [`WorkerConfigError::ExtendNotBeforeExpiry`]).
+pub const MIN_EXTENDS_PER_LEASE: u64 = 2;
+
+/// The longest lease a worker takes: one day.
+pub const MAX_LEASE_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// How a worker runs. Build it with struct update syntax from [`Default`]:
 ///
 /// ```
@@ -98,12 +105,17 @@ pub enum WorkerConfigError {
     /// A lease of zero would expire as it is granted.
     #[error("lease_ms must be at least 1")]
     ZeroLease,
-    /// An extend due after the worker's local lease deadline (the lease less
-    /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)) comes too late: the
-    /// worker would give up every lease before its first extend.
+    /// A lease longer than [`MAX_LEASE_MS`]: a stranded task would wait that long for a
+    /// takeover, and deadline arithmetic must not overflow.
+    #[error("lease_ms ({0}) must be at most {MAX_LEASE_MS}")]
+    LeaseTooLong(u64),
+    /// An extend must be due by half the lease ([`MIN_EXTENDS_PER_LEASE`]): its verdict then
+    /// has the rest of the lease, up to the worker's local deadline (the lease less
+    /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)), to arrive. An extend
+    /// due just before that deadline would make the worker give up leases whose renewal was
+    /// merely a round trip late.
     #[error(
-        "extend_every_ms ({extend_every_ms}) must be below the local lease deadline, lease_ms ({lease_ms}) less {}%",
-        super::LEASE_SAFETY_MARGIN_PERCENT
+        "extend_every_ms ({extend_every_ms}) must be at most lease_ms ({lease_ms}) / {MIN_EXTENDS_PER_LEASE}, so that its verdict can arrive before the local lease deadline"
     )]
     ExtendNotBeforeExpiry {
         /// The configured interval.
@@ -158,13 +170,15 @@ impl WorkerConfig {
         if self.lease_ms == 0 {
             return Err(WorkerConfigError::ZeroLease);
         }
+        if self.lease_ms > MAX_LEASE_MS {
+            return Err(WorkerConfigError::LeaseTooLong(self.lease_ms));
+        }
         if self.extend_every_ms == 0 && self.lease_ms < EXTENDS_PER_LEASE {
             return Err(WorkerConfigError::LeaseTooShortToExtend {
                 lease_ms: self.lease_ms,
             });
         }
-        let local_deadline_ms = self.lease_ms * (100 - super::LEASE_SAFETY_MARGIN_PERCENT) / 100;
-        if self.extend_every_ms >= local_deadline_ms.max(1) {
+        if self.extend_every_ms > self.lease_ms / MIN_EXTENDS_PER_LEASE {
             return Err(WorkerConfigError::ExtendNotBeforeExpiry {
                 extend_every_ms: self.extend_every_ms,
                 lease_ms: self.lease_ms,
@@ -250,17 +264,25 @@ mod tests {
                     lease_ms: 600,
                 },
             ),
-            // Below the lease, but past the local deadline (600 less 10 %).
+            // Below the local deadline (600 less 10 %), but its verdict would have 40 ms to
+            // arrive: more than half the lease is refused.
             (
                 WorkerConfig {
                     lease_ms: 600,
-                    extend_every_ms: 540,
+                    extend_every_ms: 301,
                     ..base.clone()
                 },
                 WorkerConfigError::ExtendNotBeforeExpiry {
-                    extend_every_ms: 540,
+                    extend_every_ms: 301,
                     lease_ms: 600,
                 },
+            ),
+            (
+                WorkerConfig {
+                    lease_ms: MAX_LEASE_MS + 1,
+                    ..base.clone()
+                },
+                WorkerConfigError::LeaseTooLong(MAX_LEASE_MS + 1),
             ),
             (
                 WorkerConfig {

@@ -61,7 +61,7 @@ pub use claim::MAX_UNACKNOWLEDGED_CLAIMS;
 pub use cli::DEFAULT_CONNECT_WAIT_MS;
 pub use config::{
     DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, EXTENDS_PER_LEASE,
-    MAX_FOLLOW_MAX_WAIT_MS, WorkerConfig, WorkerConfigError,
+    MAX_FOLLOW_MAX_WAIT_MS, MAX_LEASE_MS, MIN_EXTENDS_PER_LEASE, WorkerConfig, WorkerConfigError,
 };
 pub use event::WorkerEvent;
 pub use follower::MAX_CONSECUTIVE_FOLLOW_FAILURES;
