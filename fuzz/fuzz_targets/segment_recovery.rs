@@ -92,6 +92,11 @@ fn model_segment(bytes: &[u8]) -> (Vec<&[u8]>, Stop) {
             return (records, Stop::Clean);
         }
         if rest.len() < 4 {
+            // Fewer bytes than a length field: all zeros is unwritten space (a pre-sized
+            // segment's tail), anything else a cut header.
+            if rest.iter().all(|&b| b == 0) {
+                return (records, Stop::ZeroLength { only_zeros: true });
+            }
             return (records, Stop::Torn);
         }
         let len = i32::from_be_bytes(rest[..4].try_into().unwrap());

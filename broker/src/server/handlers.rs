@@ -13,7 +13,7 @@ use tracing::warn;
 
 use super::metrics as m;
 use super::sendfile::send_file;
-use super::session::{Session, SessionError};
+use super::session::{MAX_KEPT_HEAP_FETCH_BUFFER_BYTES, Session, SessionError};
 use crate::config::{FetchMode, MAX_FETCH_WAIT_MS};
 use crate::storage::StorageError;
 
@@ -150,7 +150,9 @@ impl Session {
                     s.stream.write_all(&buf[..len as usize]).await
                 })
                 .await?;
-                self.heap_fetch_buf = buf;
+                if buf.len() <= MAX_KEPT_HEAP_FETCH_BUFFER_BYTES {
+                    self.heap_fetch_buf = buf;
+                }
             }
         }
         metrics::counter!(m::BYTES_OUT).increment(u64::from(len));

@@ -36,6 +36,10 @@ use crate::storage::StorageError;
 pub(crate) const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Gathered responses are written once they reach this size.
 pub(crate) const FLUSH_THRESHOLD_BYTES: usize = 64 * 1024;
+/// Largest heap FETCH buffer a session keeps between FETCHes (heap mode). Larger payloads (up to
+/// 8 MiB) get a buffer that is freed after its write, so idle connections that once fetched a lot
+/// do not hold `max_connections` × 8 MiB.
+pub(crate) const MAX_KEPT_HEAP_FETCH_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// Why a session ended early. Each becomes a `cause` label on the failure counter.
 #[derive(Debug, thiserror::Error)]
@@ -77,8 +81,8 @@ pub(crate) struct Session {
     inbuf: BytesMut,
     pub(super) outbuf: BytesMut,
     /// Heap FETCH mode only: the payload buffer, reused across FETCHes so each one costs a
-    /// `pread` and a `write`, not an allocation and a memset as well. It grows to the largest
-    /// payload this session fetched, at most `MAX_FETCH_PAYLOAD_BYTES`.
+    /// `pread` and a `write`, not an allocation and a memset as well. Kept between FETCHes only
+    /// up to [`MAX_KEPT_HEAP_FETCH_BUFFER_BYTES`]; a larger one is freed after its write.
     pub(super) heap_fetch_buf: Vec<u8>,
 }
 

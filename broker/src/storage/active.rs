@@ -272,20 +272,26 @@ impl ActiveSegment {
     /// FILE mode: the error for a failed `pwrite` of a batch at `position`. For want of space
     /// the call may have written part of the batch first (a short write, then `ENOSPC`), and a
     /// FILE segment's end on recovery is the file's end: a whole record left there would come
-    /// back after a restart as if it had been appended. So the file is cut back to `position`;
-    /// only when that works is the segment as it was (`NoSpace`, a refusal). Any other failure,
+    /// back after a restart as if it had been appended. So the file is cut back to `position`
+    /// and the cut fsynced; only when that works is the segment as it was (`NoSpace`, a refusal). Any other failure,
     /// or a failed cut, leaves unknown bytes past the end, which poisons.
     fn undo_file_write(&self, position: u32, source: std::io::Error) -> StorageError {
         let path = self.segment.path().display();
         if !is_no_space(&source) {
             return StorageError::io(format!("writing {path}"), source);
         }
-        match self.segment.file().set_len(u64::from(position)) {
+        // The cut is fsynced too: where the short write's size reached the disk (no delayed
+        // allocation), an unsynced cut could be undone by a power loss, bringing its bytes back.
+        let file = self.segment.file();
+        match file
+            .set_len(u64::from(position))
+            .and_then(|()| file.sync_data())
+        {
             Ok(()) => StorageError::io_or_no_space(format!("writing {path}"), source),
             Err(cut) => StorageError::io(
                 format!(
                     "writing {path} failed for want of space ({source}), then cutting it back \
-                     to {position} bytes"
+                     to {position} bytes (and fsyncing the cut)"
                 ),
                 cut,
             ),

@@ -504,6 +504,12 @@ pub(crate) fn scan_segment(
                             ),
                         };
                     }
+                    // Fewer bytes left than a length field. All zeros is unwritten space, the
+                    // same as a zero length: a MAPPED segment sealed with less than a header of
+                    // room left, whose trim a power loss undid, ends like this.
+                    None if position + 4 > file_len && buf[p..].iter().all(|&b| b == 0) => {
+                        break ScanStop::ZeroLength;
+                    }
                     None if position + 4 > file_len => {
                         break ScanStop::Torn {
                             reason: format!(
@@ -605,12 +611,31 @@ mod tests {
     }
 
     #[test]
+    fn fewer_zero_bytes_than_a_length_field_end_the_segment_like_a_zero_length() {
+        for zeros in 1..4 {
+            let mut bytes = records(&[b"a"]);
+            bytes.extend(std::iter::repeat_n(0, zeros));
+            let outcome = scan(&bytes);
+            assert_eq!(outcome.stop, ScanStop::ZeroLength, "{zeros} zero bytes");
+            assert_eq!(outcome.end.position, 9);
+        }
+        // Anything but zeros there is a cut header.
+        let mut bytes = records(&[b"a"]);
+        bytes.extend_from_slice(&[0, 1]);
+        assert!(matches!(scan(&bytes).stop, ScanStop::Torn { .. }));
+    }
+
+    #[test]
     fn a_record_running_past_the_end_of_the_file_is_torn() {
-        let bytes = records(&[b"a", b"bbbb"]);
+        let long = [b'b'; 300];
+        let bytes = records(&[b"a", &long]);
         let outcome = scan(&bytes[..bytes.len() - 1]);
         assert!(matches!(outcome.stop, ScanStop::Torn { .. }));
         assert_eq!(outcome.end.record_count, 1);
-        let outcome = scan(&bytes[..11]);
+        // A header cut after three bytes (00 00 01 of the length 300): not zeros, so torn. (A cut
+        // that leaves only zero bytes cannot be told from unwritten space, and ends the segment
+        // like a zero length: the same cut, and no record is lost either way.)
+        let outcome = scan(&bytes[..12]);
         assert!(matches!(outcome.stop, ScanStop::Torn { .. }));
     }
 
@@ -681,6 +706,19 @@ mod tests {
         // segment starts at offset 2.
         let mut first = records(&[b"a", b"bb"]);
         first.extend_from_slice(&[0; 200]);
+        let second = records(&[b"c"]);
+        let dir = partition_dir(&[(0, &first), (2, &second)]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered.len(), 2);
+        assert_eq!(recovered[0].end.record_count, 2);
+        assert_eq!(std::fs::metadata(&recovered[0].path).unwrap().len(), 19);
+    }
+
+    #[test]
+    fn a_sealed_segment_with_less_than_a_header_of_zero_tail_is_accepted_and_trimmed() {
+        // A MAPPED segment sealed with 3 bytes of room left, whose trim a power loss undid.
+        let mut first = records(&[b"a", b"bb"]);
+        first.extend_from_slice(&[0; 3]);
         let second = records(&[b"c"]);
         let dir = partition_dir(&[(0, &first), (2, &second)]);
         let recovered = recover(dir.path()).unwrap();
