@@ -68,16 +68,21 @@ impl Future for Delivery {
 }
 
 /// The offset of the record at `index` in a batch the broker placed at `base_offset`. The base
-/// comes from the broker: one whose batch would run past the largest `int64` is a broken (or
-/// hostile) broker, reported as a protocol violation rather than a panic or a wrapped offset.
+/// comes from the broker: a negative one, or one whose record would not leave room for the high
+/// watermark after it (the largest record offset is `i64::MAX − 1`, as the broker's storage and
+/// the consumer hold), is a broken (or hostile) broker, reported as a protocol violation rather
+/// than a panic or a wrapped offset.
 fn record_offset(base_offset: i64, index: i64) -> Result<i64, ClientError> {
-    base_offset
-        .checked_add(index)
-        .ok_or(ClientError::Protocol(WireError::InvalidField {
+    let offset = base_offset.checked_add(index);
+    match offset {
+        Some(offset) if base_offset >= 0 && offset.checked_add(1).is_some() => Ok(offset),
+        _ => Err(ClientError::Protocol(WireError::InvalidField {
             field: "baseOffset",
             value: base_offset,
-            reason: "the batch's offsets would pass the largest int64",
-        }))
+            reason: "a record offset must be in 0..i64::MAX (the high watermark after it must \
+                     still be an int64)",
+        })),
+    }
 }
 
 /// The producer's side of one batch: the channel its deliveries wait on, and the buffer space
@@ -142,19 +147,34 @@ mod tests {
         let mut outcome = BatchOutcome::default();
         let first = outcome.add_record(0, 0, 1);
         let second = outcome.add_record(0, 1, 1);
-        outcome.settle(Ok(Some(i64::MAX)));
-        assert_eq!(first.await.unwrap(), Some(i64::MAX));
+        outcome.settle(Ok(Some(i64::MAX - 1)));
+        assert_eq!(first.await.unwrap(), Some(i64::MAX - 1));
         let error = second.await.unwrap_err();
         assert!(
             matches!(
                 error,
                 ClientError::Protocol(WireError::InvalidField {
                     field: "baseOffset",
-                    value: i64::MAX,
+                    value,
                     ..
-                })
+                }) if value == i64::MAX - 1
             ),
             "{error:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_negative_base_offset_is_a_protocol_error() {
+        let mut outcome = BatchOutcome::default();
+        let first = outcome.add_record(0, 0, 1);
+        outcome.settle(Ok(Some(-5)));
+        assert!(matches!(
+            first.await.unwrap_err(),
+            ClientError::Protocol(WireError::InvalidField {
+                field: "baseOffset",
+                value: -5,
+                ..
+            })
+        ));
     }
 }
