@@ -22,11 +22,16 @@ pub const MAX_UNACKNOWLEDGED_CLAIMS: usize = 1_024;
 
 /// Claims of this run whose append failed: their fate is unknown — written and winning, for all
 /// the worker knows. The one question asked of them: may a lease held under this worker's id be
-/// adopted as this run's own?
+/// adopted as this run's own? Also the tokens this run gave up: a lease the worker walked away
+/// from (its local deadline passed, its done was fenced or never appended) may still be alive in
+/// the log — an extend whose append "failed" may have been written — and its real expiry is
+/// unknown, so it is never adopted again; it lapses and the task is claimed anew.
 #[derive(Debug, Default)]
 pub(super) struct UnacknowledgedClaims {
     /// `(task, when the append was issued)`, oldest first, at most [`MAX_UNACKNOWLEDGED_CLAIMS`].
     claims: VecDeque<(Uuid, Instant)>,
+    /// Tokens this run gave up, oldest first, at most [`MAX_UNACKNOWLEDGED_CLAIMS`].
+    given_up: VecDeque<i64>,
 }
 
 impl UnacknowledgedClaims {
@@ -39,6 +44,14 @@ impl UnacknowledgedClaims {
         self.claims.push_back((task_id, issued_at));
     }
 
+    /// Notes that this run stopped working under `token` without an accepted done.
+    pub(super) fn given_up(&mut self, token: i64) {
+        if self.given_up.len() >= MAX_UNACKNOWLEDGED_CLAIMS {
+            self.given_up.pop_front();
+        }
+        self.given_up.push_back(token);
+    }
+
     /// If the claim at `holder_token` on `task_id` can be one this run wrote — at or after
     /// `own_from` (the claims position where this run started), on a task whose claim append this
     /// run saw fail — when the earliest such append was issued: the conservative start of its
@@ -49,7 +62,7 @@ impl UnacknowledgedClaims {
         holder_token: i64,
         own_from: i64,
     ) -> Option<Instant> {
-        if holder_token < own_from {
+        if holder_token < own_from || self.given_up.contains(&holder_token) {
             return None;
         }
         self.claims
@@ -210,6 +223,18 @@ mod tests {
         assert_eq!(claims.adoptable(mine, OWN_FROM - 1, OWN_FROM), None);
         // A task whose claim append never failed in this run: another process's claim.
         assert_eq!(claims.adoptable(other, OWN_FROM + 5, OWN_FROM), None);
+    }
+
+    #[test]
+    fn a_lease_this_run_gave_up_is_never_adopted_again() {
+        let task = Uuid::from_u128(1);
+        let mut claims = UnacknowledgedClaims::default();
+        claims.remember(task, Instant::now());
+        assert!(claims.adoptable(task, OWN_FROM + 5, OWN_FROM).is_some());
+        claims.given_up(OWN_FROM + 5);
+        assert_eq!(claims.adoptable(task, OWN_FROM + 5, OWN_FROM), None);
+        // Another token on the same task (a later claim of this run) still can be.
+        assert!(claims.adoptable(task, OWN_FROM + 9, OWN_FROM).is_some());
     }
 
     #[test]

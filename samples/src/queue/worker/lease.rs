@@ -210,11 +210,21 @@ impl Worker {
             }
             return Ok(());
         }
+        self.give_up(token);
         tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
         Ok(())
     }
 
+    /// Never adopt `token` again (see `UnacknowledgedClaims`).
+    fn give_up(&self, token: i64) {
+        self.unacknowledged_claims
+            .lock()
+            .expect("unacknowledged claims lock")
+            .given_up(token);
+    }
+
     fn lease_lost(&self, task_id: Uuid, token: i64, why: &str) {
+        self.give_up(token);
         StatsCells::bump(&self.stats.leases_lost);
         self.emit(WorkerEvent::LeaseLost { task_id, token });
         tracing::warn!(worker_id = %self.config.worker_id, %task_id, token, why, "lease lost");
