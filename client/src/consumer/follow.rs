@@ -33,6 +33,11 @@ impl Follow {
         self.consumer.position
     }
 
+    /// Connections opened so far (see [`Consumer::connections_opened`]).
+    pub fn connections_opened(&self) -> u64 {
+        self.consumer.connections_opened()
+    }
+
     /// Waits for the next non-empty batch. On an error (e.g. `OFFSET_OUT_OF_RANGE` after
     /// retention passed the position) the position stays and the error is returned, not
     /// retried: calling again retries once more.

@@ -38,6 +38,8 @@ use crate::error::ClientError;
 pub struct Consumer {
     client: Client,
     connection: Option<Connection>,
+    /// Connections this consumer has opened (the first at start).
+    connections_opened: u64,
     topic: TopicName,
     partition: i32,
     position: i64,
@@ -88,11 +90,20 @@ impl Consumer {
         Ok(Self {
             client,
             connection: Some(connection),
+            connections_opened: 1,
             topic: handle.name().clone(),
             partition,
             position,
             config,
         })
+    }
+
+    /// Connections this consumer has opened, the first one included. It reopens its connection
+    /// by itself when it broke (a FETCH is safe to repeat), so a reader that must know when it
+    /// may be talking to a *restarted* broker — to check that the log behind its position is
+    /// still the one it read — watches this number grow.
+    pub fn connections_opened(&self) -> u64 {
+        self.connections_opened
     }
 
     /// The topic.
@@ -169,6 +180,7 @@ impl Consumer {
         }
         let connection = self.client.open_connection().await?;
         self.connection = Some(connection.clone());
+        self.connections_opened += 1;
         Ok(connection)
     }
 }

@@ -25,10 +25,13 @@
 //! records written but not yet fsynced. If the broker's *machine* crashes (a process crash keeps
 //! them: they are in the page cache), those records can vanish and their offsets be reused by new
 //! records; a consumer that read and checkpointed past them resumes after the reused offsets and
-//! skips the new records silently. Publishers using FORCED make their own records durable before
-//! the ack, but cannot keep readers from seeing others' unsynced records. A consumer can detect it
-//! by re-reading the last record it applied after reconnecting and comparing its CRC (not done
-//! here; see "The limit" in `samples/README.md`).
+//! would skip the new records silently. Publishers using FORCED make their own records durable
+//! before the ack, but cannot keep readers from seeing others' unsynced records. This consumer
+//! detects it while it runs: whenever its connection was reopened, it re-reads the last record it
+//! applied and compares its CRC before handling more ([`recheck`](crate::events::recheck)), and
+//! stops with
+//! [`FollowError::LogRewritten`] if the log changed under its position. A rewrite while it was not
+//! running is not detected (see "The limit" in `samples/README.md`).
 //!
 //! # Stopping
 //!
@@ -50,6 +53,7 @@ use booblik_client::{Batch, Client, ClientError, ConsumerConfig, StartPosition, 
 use booblik_offset_store::{OffsetStore, OffsetStoreError};
 use serde::Serialize;
 
+use crate::events::recheck::{Applied, Recheck, recheck};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::{partitions_of, run_per_partition};
 use crate::support::retry::{backoff, is_transient};
@@ -77,6 +81,25 @@ pub enum FollowError {
     /// The offset store failed: the position could not be loaded or saved.
     #[error("offset store: {0}")]
     Store(#[from] OffsetStoreError),
+    /// After a reconnect the last applied record was not there any more: the log was rewritten
+    /// under the consumer's position (see [`recheck`](crate::events::recheck)).
+    #[error(
+        "partition {partition}: the record at offset {offset} is not the one this consumer applied \
+         (CRC {expected_crc:#010x}, now {found}): the log was rewritten under its position — a broker \
+         machine crash lost unsynced records and their offsets were reused; stopping rather than \
+         skipping the new records",
+        found = found_crc.map_or_else(|| "no record".to_owned(), |crc| format!("{crc:#010x}"))
+    )]
+    LogRewritten {
+        /// The partition.
+        partition: i32,
+        /// The offset of the last applied record.
+        offset: i64,
+        /// Its checksum when it was applied.
+        expected_crc: u32,
+        /// The checksum there now; `None` when the log ends before it.
+        found_crc: Option<u32>,
+    },
 }
 
 impl From<CheckpointError<Infallible>> for FollowError {
@@ -290,6 +313,11 @@ impl PartitionFollower {
         self.state.started(partition, saved, consumer.position());
 
         let mut follow = consumer.follow();
+        // The last record handled, and the connections the consumer had opened when it was read:
+        // a batch fetched over a newer connection may come from a restarted broker, so the log
+        // behind the position is checked before that batch is handled (`recheck.rs`).
+        let mut applied: Option<Applied> = None;
+        let mut connections_seen = follow.connections_opened();
         loop {
             let fetched = tokio::select! {
                 biased;
@@ -298,7 +326,18 @@ impl PartitionFollower {
             };
             match fetched {
                 Ok(batch) => {
+                    if follow.connections_opened() != connections_seen {
+                        connections_seen = follow.connections_opened();
+                        if let Some(applied) = applied
+                            && !self.log_still_holds(applied, &stop).await?
+                        {
+                            break;
+                        }
+                    }
                     let next_offset = batch.next_offset;
+                    if let Some(last) = batch.records.last() {
+                        applied = Some(Applied::of(last));
+                    }
                     let state = &self.state;
                     // Handle, then save: the order is the at-least-once guarantee.
                     self.checkpointer
@@ -334,5 +373,50 @@ impl PartitionFollower {
             "stopped following; position saved"
         );
         Ok(())
+    }
+}
+
+impl PartitionFollower {
+    /// After a reconnect: checks that the last applied record is still in the log as it was
+    /// read, retrying while the broker is unreachable. `Ok(true)`: carry on; `Ok(false)`: the
+    /// stop signal came first; an error if the log was rewritten under the position.
+    async fn log_still_holds(
+        &self,
+        applied: Applied,
+        stop: &Shutdown,
+    ) -> Result<bool, FollowError> {
+        let partition = self.partition;
+        loop {
+            let checked = recheck(
+                &self.client,
+                &self.topic,
+                partition,
+                applied,
+                self.consumer.clone(),
+            )
+            .await;
+            match checked {
+                Ok(Recheck::Same | Recheck::Retained) => return Ok(true),
+                Ok(Recheck::Rewritten {
+                    offset,
+                    expected_crc,
+                    found_crc,
+                }) => {
+                    return Err(FollowError::LogRewritten {
+                        partition,
+                        offset,
+                        expected_crc,
+                        found_crc,
+                    });
+                }
+                Err(error) if is_transient(&error) => {
+                    tracing::warn!(partition, %error, offset = applied.offset, "cannot re-check the last applied record yet; retrying");
+                    if !backoff(stop).await {
+                        return Ok(false);
+                    }
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
     }
 }

@@ -20,6 +20,7 @@
 //! | `tally.rs` | every reader's checks | per-user order, duplicates recognised by offset, skipped offsets, undecodable records |
 //! | `publisher.rs` | publisher | keyed sends, batching producer, deliveries awaited apart, rate pacing |
 //! | `follow.rs` | follow consumer | resume from the `FileOffsetStore`, checkpoint *after* handling, clean stop |
+//! | `recheck.rs` | follow consumer | after a reconnect, re-read the last applied record: a log rewritten under the position stops the consumer |
 //! | `replay.rs` | replay consumer | history to the high watermark, a summary, re-runnable |
 //! | `projection/model.rs` | projection | the read model as a pure, offset-idempotent fold |
 //! | `projection/mod.rs` | projection | replay then follow; why no position is stored |
@@ -49,6 +50,7 @@ pub mod event;
 pub mod follow;
 pub mod projection;
 pub mod publisher;
+pub mod recheck;
 pub mod replay;
 pub mod tally;
 

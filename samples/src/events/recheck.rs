@@ -1,0 +1,104 @@
+//! After a reconnect, is the log still the log we read? A follower re-reads the last record it
+//! applied and compares its checksum.
+//!
+//! # Why
+//!
+//! The broker serves records up to its high watermark, which includes records written but not yet
+//! fsynced. If the broker's *machine* crashes, those records can vanish, and the offsets they had
+//! are handed to the next records appended. A follower that had read (and checkpointed past)
+//! them asks for the offset after them and gets it — holding different records, with nothing
+//! in the answer to say so: the offsets look contiguous. Without a check it would silently skip
+//! every new record below its position.
+//!
+//! A broker crash always breaks the follower's connection. The client's consumer reopens its
+//! connection by itself (a FETCH is safe to repeat) and counts the connections it opened
+//! (`Follow::connections_opened`), so the follower runs this check whenever that count grew,
+//! before handling the batch that came over the new connection: it reads the record at the offset
+//! it applied last and compares a CRC-32C of the payload with the one it kept. Same bytes: carry on. Different
+//! bytes, or no record there any more: the log was rewritten under the follower's position, and
+//! only a person (or a rebuild from the start) can say what the follower should believe now — so
+//! it stops, loudly.
+//!
+//! What it does not catch: a rewrite while the follower itself was not running (a checkpoint
+//! saves the offset, not the checksum), and a rewritten record with the same payload.
+
+use booblik_client::{Client, ClientError, ConsumerConfig, ErrorCode, Record, StartPosition};
+use booblik_protocol::crc32c;
+
+/// The last record a follower applied: where it was, and a checksum of its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// Its offset.
+    pub offset: i64,
+    /// CRC-32C of its payload.
+    pub crc: u32,
+}
+
+impl Applied {
+    /// What to remember of `record`.
+    pub fn of(record: &Record) -> Self {
+        Self {
+            offset: record.offset,
+            crc: crc32c(&record.payload),
+        }
+    }
+}
+
+/// What the log holds now at the offset of the last applied record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// The same record: the log behind the follower's position is the one it read.
+    Same,
+    /// Retention has dropped that record since: nothing left to compare, and nothing suspicious.
+    Retained,
+    /// A different record, or none (`found` is `None`: the log now ends before it).
+    Rewritten {
+        /// The offset checked.
+        offset: i64,
+        /// The checksum the follower applied.
+        expected_crc: u32,
+        /// The checksum found there now.
+        found_crc: Option<u32>,
+    },
+}
+
+/// Reads the record at `applied.offset` of `topic`/`partition` again and compares it.
+pub async fn recheck(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    applied: Applied,
+    config: ConsumerConfig,
+) -> Result<Recheck, ClientError> {
+    let rewritten = |found_crc| Recheck::Rewritten {
+        offset: applied.offset,
+        expected_crc: applied.crc,
+        found_crc,
+    };
+    let mut consumer = client
+        .consumer(topic, partition, StartPosition::At(applied.offset), config)
+        .await?;
+    match consumer.fetch_batch(false).await {
+        Ok(batch) => Ok(match batch.records.first() {
+            Some(record) if record.offset == applied.offset => {
+                if Applied::of(record) == applied {
+                    Recheck::Same
+                } else {
+                    rewritten(Some(Applied::of(record).crc))
+                }
+            }
+            // An empty answer at this offset: the log ends here now, before the record.
+            _ => rewritten(None),
+        }),
+        Err(error) if error.broker_code() == Some(ErrorCode::OffsetOutOfRange) => {
+            // Either retention moved the log's start past the record (fine), or the log now
+            // ends before it (rewritten): the log's start offset tells which.
+            let topic_meta = client.topic(topic).await?;
+            match topic_meta.log_start_offset(partition) {
+                Some(start) if start > applied.offset => Ok(Recheck::Retained),
+                _ => Ok(rewritten(None)),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
