@@ -4,9 +4,10 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::{Claim, ClaimsRecord};
-use booblik_samples::queue::worker::{Worker, WorkerEvent, read_logs, submit_task, wall_clock_ms};
+use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
 use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, append_claims_record, quick_config, wait_until,
+    EmbeddedBroker, RunningWorker, append_claims_record, assert_lease_lost_without_done,
+    assert_no_done_by, quick_config, wait_until,
 };
 use uuid::Uuid;
 
@@ -57,24 +58,10 @@ async fn a_void_extend_stops_the_work_without_a_done() {
     assert_eq!(stats.completed, 0);
     assert_eq!(stats.wins, 1);
 
-    let mut lost = false;
-    while let Ok(event) = events.try_recv() {
-        assert!(
-            !matches!(event, WorkerEvent::DoneAppended { .. }),
-            "no done after losing the lease: {event:?}"
-        );
-        lost |= event == WorkerEvent::LeaseLost { task_id, token };
-    }
-    assert!(lost, "the loss was reported as an event");
+    assert_lease_lost_without_done(&mut events, task_id, token);
 
     let (_, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
-    assert!(
-        claims.iter().all(|(_, record)| !matches!(
-            record,
-            ClaimsRecord::Done(done) if done.worker_id == worker_id
-        )),
-        "the displaced holder wrote no done"
-    );
+    assert_no_done_by(&claims, worker_id);
     assert!(
         claims.iter().any(|(_, record)| matches!(
             record,

@@ -4,10 +4,10 @@
 
 mod queue_worker_support;
 
-use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::worker::{Worker, WorkerEvent, read_logs, submit_task};
+use booblik_samples::queue::worker::{Worker, read_logs, submit_task};
 use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, WatchingProxy, quick_config, wait_until,
+    EmbeddedBroker, RunningWorker, WatchingProxy, assert_lease_lost_without_done,
+    assert_no_done_by, quick_config, wait_until,
 };
 
 const LEASE_MS: u64 = 900;
@@ -43,24 +43,10 @@ async fn a_worker_whose_extends_stall_gives_the_lease_up_by_its_own_clock() {
     assert_eq!(running.worker.stats().leases_lost, 1);
     assert_eq!(running.worker.stats().completed, 0);
 
-    let mut lost = false;
-    while let Ok(event) = events.try_recv() {
-        assert!(
-            !matches!(event, WorkerEvent::DoneAppended { .. }),
-            "no done after giving the lease up: {event:?}"
-        );
-        lost |= event == WorkerEvent::LeaseLost { task_id, token };
-    }
-    assert!(lost, "the loss was reported as an event");
+    assert_lease_lost_without_done(&mut events, task_id, token);
 
     let (_, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
-    assert!(
-        claims.iter().all(|(_, record)| !matches!(
-            record,
-            ClaimsRecord::Done(done) if done.worker_id == worker_id
-        )),
-        "the worker wrote no done"
-    );
+    assert_no_done_by(&claims, worker_id);
     // The worker's run is left to end with the test's runtime: its next append would hang too.
     running.handle.abort();
 }

@@ -12,7 +12,7 @@ use booblik_broker::{Broker, BrokerConfig, parse_topics};
 use booblik_client::{AckPolicy, Client, ConnectionConfig};
 use booblik_protocol::{Decoded, RecordSet, RequestBody, TopicName, decode_request_frame};
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerStats};
+use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerEvent, WorkerStats};
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -257,4 +257,33 @@ async fn relay(
         }
     }
     answers.abort();
+}
+
+/// Drains `events` and checks that the worker reported losing `token` on `task_id` and appended
+/// no done after it.
+pub fn assert_lease_lost_without_done(
+    events: &mut tokio::sync::mpsc::Receiver<WorkerEvent>,
+    task_id: uuid::Uuid,
+    token: i64,
+) {
+    let mut lost = false;
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event, WorkerEvent::DoneAppended { .. }),
+            "no done after losing the lease: {event:?}"
+        );
+        lost |= event == WorkerEvent::LeaseLost { task_id, token };
+    }
+    assert!(lost, "the loss was reported as an event");
+}
+
+/// Checks that no done in the claims log `claims` comes from `worker_id`.
+pub fn assert_no_done_by(claims: &[(i64, ClaimsRecord)], worker_id: uuid::Uuid) {
+    assert!(
+        claims.iter().all(|(_, record)| !matches!(
+            record,
+            ClaimsRecord::Done(done) if done.worker_id == worker_id
+        )),
+        "worker {worker_id} wrote a done"
+    );
 }
