@@ -75,6 +75,9 @@ pub(crate) struct ActiveSegment {
 
 impl ActiveSegment {
     /// Creates a new, empty segment file for `base_offset` in `dir`. The caller fsyncs `dir`.
+    ///
+    /// `NoSpace` when the filesystem has no room for the file (no free inode or directory
+    /// block, a quota): no file is left behind, so the same call can be tried again later.
     pub(crate) fn create(
         dir: &Path,
         base_offset: i64,
@@ -84,21 +87,25 @@ impl ActiveSegment {
         index_interval_bytes: u32,
     ) -> Result<Self, StorageError> {
         let path = dir.join(segment_file_name(base_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .context(|| format!("creating segment {}", path.display()))?;
-        let segment = Segment::new(
+        let file = create_new_file(&path).map_err(|error| {
+            StorageError::io_or_no_space(format!("creating segment {}", path.display()), error)
+        })?;
+        let segment = Arc::new(Segment::new(
             base_offset,
             log_bytes_before,
             path,
             file,
             SegmentEnd::default(),
             SparseIndex::new(index_interval_bytes),
-        );
-        Self::resume(Arc::new(segment), mode, capacity_bytes)
+        ));
+        Self::resume(Arc::clone(&segment), mode, capacity_bytes).inspect_err(|_| {
+            // Pre-sizing or mapping failed: remove the empty file, or the next try to create
+            // it would find it there (`create_new`). Nothing refers to it; the directory was not
+            // fsynced since it appeared, so a crash may as well have lost it.
+            if let Err(error) = std::fs::remove_file(segment.path()) {
+                warn!(path = %segment.path().display(), %error, "could not remove a segment file that failed to open");
+            }
+        })
     }
 
     /// Continues appending to a recovered segment. In MAPPED mode the file is (re-)extended to
@@ -119,10 +126,13 @@ impl ActiveSegment {
                     .context(|| format!("stat of {}", segment.path().display()))?
                     .len();
                 if len < capacity_bytes {
-                    file.set_len(capacity_bytes).context(|| {
-                        format!(
-                            "pre-sizing {} to {capacity_bytes} bytes",
-                            segment.path().display()
+                    file.set_len(capacity_bytes).map_err(|error| {
+                        StorageError::io_or_no_space(
+                            format!(
+                                "pre-sizing {} to {capacity_bytes} bytes",
+                                segment.path().display()
+                            ),
+                            error,
                         )
                     })?;
                 }
@@ -150,6 +160,11 @@ impl ActiveSegment {
     /// The shared segment.
     pub(crate) fn segment(&self) -> &Arc<Segment> {
         &self.segment
+    }
+
+    /// True once [`ActiveSegment::seal`] ran: the segment takes no more writes.
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.sealed
     }
 
     /// True when no record was ever written to this segment.
@@ -358,6 +373,19 @@ fn allocate(file: &File, from: u64, to: u64) -> std::io::Result<()> {
     }
 }
 
+/// Opens a new file at `path` for reading and writing; fails if it exists.
+fn create_new_file(path: &Path) -> std::io::Result<File> {
+    #[cfg(test)]
+    if test_disk::refuses_new_files() {
+        return Err(Errno::NOSPC.into());
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
 /// True when the filesystem (or a sandbox filtering system calls) cannot `fallocate` at all.
 fn is_unsupported(error: &std::io::Error) -> bool {
     error.raw_os_error().is_some_and(|code| {
@@ -394,6 +422,17 @@ pub(crate) mod test_disk {
 
     thread_local! {
         static FREE_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
+        static REFUSE_NEW_FILES: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// From now on this thread cannot create segment files (`ENOSPC`: no free inode, or no
+    /// block for the directory entry), however many bytes are free.
+    pub(crate) fn set_refuse_new_files(refuse: bool) {
+        REFUSE_NEW_FILES.set(refuse);
+    }
+
+    pub(super) fn refuses_new_files() -> bool {
+        REFUSE_NEW_FILES.get()
     }
 
     /// From now on this thread's segment writes see `free` bytes left (`None`: the real disk).

@@ -23,7 +23,9 @@
 //!
 //! A full disk refuses the batch ([`StorageError::NoSpace`], which does not poison) only while
 //! no record of it is written; once part of it is, the same shortage is a failure that poisons
-//! (see [`PartitionLog::append`]).
+//! (see [`PartitionLog::append`]). That holds for a roll too: when the next segment's file cannot
+//! be created, the active segment stays sealed, the batch is refused, and the next append
+//! finishes the roll first.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -154,6 +156,11 @@ impl PartitionLog {
                 records: records.count(),
             });
         }
+        // A roll whose new segment could not be created (a full disk) left the active segment
+        // sealed; the log has a place for this batch only once that roll is finished.
+        if self.active.is_sealed() {
+            self.roll()?;
+        }
         // Step 2 of the module docs: keep a batch that can fit one segment in one segment.
         let batch_bytes = records.log_bytes() as u64;
         if batch_bytes > self.active.room_bytes()
@@ -172,19 +179,20 @@ impl PartitionLog {
                 room -= record_bytes(payload.len()) as u64;
                 fitting.push(payload);
             }
-            if fitting.is_empty() {
+            let step = if fitting.is_empty() {
                 // The next record fits an empty segment (checked above) but not this one.
                 debug_assert!(!self.active.is_empty());
-                self.roll()?;
-                continue;
-            }
-            match self.active.write(&fitting) {
+                self.roll()
+            } else {
+                self.active.write(&fitting)
+            };
+            match step {
                 Ok(()) => written_records += fitting.len(),
-                // `write` says NoSpace only when it left its segment as it was. That refuses the
-                // batch whole only if no record of it was written before: otherwise the records
-                // written to the previous segment (a batch spanning a roll) are in the log —
-                // `seal()` published that segment's end and fsynced them, so they come back
-                // after a restart — yet the client is told nothing was written, and a later
+                // `write` and `roll` say NoSpace only when they left the log as it was. That
+                // refuses the batch whole only if no record of it was written before: otherwise
+                // the records written to the previous segment (a batch spanning a roll) are in
+                // the log — `seal()` published that segment's end and fsynced them, so they come
+                // back after a restart — yet the client is told nothing was written, and a later
                 // append would publish a high watermark past them. The log no longer matches
                 // what was acknowledged, so this must poison like any failed write.
                 Err(StorageError::NoSpace { context, source }) if written_records > 0 => {
@@ -218,6 +226,11 @@ impl PartitionLog {
     }
 
     /// Seals the active segment and starts the next one at the next offset.
+    ///
+    /// `NoSpace` when the next segment's file cannot be created: the active segment stays
+    /// sealed — its records published, fsynced and, in MAPPED mode, trimmed, exactly what a
+    /// crash right after sealing would leave — and the next append tries the roll again
+    /// (sealing is idempotent). The log is as it was, so this refuses the batch.
     fn roll(&mut self) -> Result<(), StorageError> {
         self.active.seal(&self.durability)?;
         let next = ActiveSegment::create(
@@ -421,6 +434,84 @@ mod tests {
             test_disk::set_free_bytes(Some(free));
             let failed = log.append(&batch(2..6));
             test_disk::set_free_bytes(None);
+            let error = failed.unwrap_err();
+            assert!(
+                matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
+                "{mode:?}: {error}"
+            );
+            assert!(
+                error.to_string().contains("after 1 records of the batch"),
+                "{mode:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_segment_file_that_cannot_be_created_refuses_the_batch_and_the_next_append_finishes_the_roll()
+     {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..2)).unwrap();
+            // Room for one more record: a batch of two rolls, and the new segment's file cannot
+            // be created (no inode, however many bytes are free). Twice: a failed try leaves
+            // nothing behind that would stop the next one.
+            test_disk::set_refuse_new_files(true);
+            for _ in 0..2 {
+                let error = log.append(&batch(2..4)).unwrap_err();
+                assert!(
+                    matches!(error, StorageError::NoSpace { .. }) && error.is_refusal(),
+                    "{mode:?}: {error}"
+                );
+                assert_eq!(log.view().high_watermark(), 2, "{mode:?}");
+                assert_eq!(log.sync().map_err(|e| e.to_string()), Ok(()), "{mode:?}");
+            }
+            test_disk::set_refuse_new_files(false);
+
+            // One record would fit what is left of the old segment, but that one is sealed.
+            let appended = log.append(&batch(4..5)).unwrap();
+            assert_eq!(appended.base_offset, 2, "{mode:?}");
+            let expected: Vec<Vec<u8>> = [0, 1, 4].map(payload).into();
+            assert_eq!(records(&log), expected, "{mode:?}");
+            assert_eq!(
+                log.view().snapshot().len(),
+                2,
+                "{mode:?}: one roll, one new segment"
+            );
+            log.close().unwrap();
+            let log = open(dir.path(), mode);
+            assert_eq!(records(&log), expected, "{mode:?} after reopening");
+        }
+    }
+
+    #[test]
+    fn a_log_whose_roll_was_refused_closes_and_reopens_with_every_record() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..3)).unwrap();
+            test_disk::set_refuse_new_files(true);
+            let refused = log.append(&batch(3..4));
+            test_disk::set_refuse_new_files(false);
+            assert!(refused.unwrap_err().is_refusal(), "{mode:?}");
+            log.close().unwrap();
+            let mut log = open(dir.path(), mode);
+            assert_eq!(records(&log), (0..3).map(payload).collect::<Vec<_>>());
+            assert_eq!(log.append(&batch(3..4)).unwrap().base_offset, 3, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_segment_file_that_cannot_be_created_in_the_middle_of_a_batch_is_not_a_refusal() {
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..2)).unwrap();
+            // A batch larger than a whole segment (4 records, room for 3): its first record
+            // goes into this segment, then the roll cannot create the next one.
+            test_disk::set_refuse_new_files(true);
+            let failed = log.append(&batch(2..6));
+            test_disk::set_refuse_new_files(false);
             let error = failed.unwrap_err();
             assert!(
                 matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
