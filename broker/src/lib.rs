@@ -30,4 +30,4 @@ pub mod server;
 pub mod storage;
 
 pub use config::{BrokerConfig, FetchMode, InvalidConfig, parse_topics};
-pub use server::{Broker, BrokerError};
+pub use server::{Broker, BrokerError, MAX_CONCURRENT_COLD_READS};

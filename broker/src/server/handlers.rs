@@ -1,5 +1,6 @@
 //! Serving PRODUCE, FETCH and METADATA against the storage.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_protocol::{
@@ -15,7 +16,7 @@ use super::metrics as m;
 use super::sendfile::send_file;
 use super::session::{MAX_KEPT_HEAP_FETCH_BUFFER_BYTES, Session, SessionError};
 use crate::config::{FetchMode, MAX_FETCH_WAIT_MS};
-use crate::storage::StorageError;
+use crate::storage::{Partition, ReadSlice, StorageError};
 
 impl Session {
     pub(super) async fn handle(&mut self, request: Request) -> Result<(), SessionError> {
@@ -51,7 +52,7 @@ impl Session {
             self.answer_error("produce", id, ErrorCode::RecordTooLarge);
             return Ok(());
         }
-        let partition = std::sync::Arc::clone(partition);
+        let partition = Arc::clone(partition);
         match partition.append(req.records, req.ack).await {
             Ok(Some(appended)) => {
                 let body = ProduceResponse {
@@ -98,7 +99,7 @@ impl Session {
             self.answer_error("fetch", id, ErrorCode::UnknownTopicOrPartition);
             return Ok(());
         };
-        let partition = std::sync::Arc::clone(partition);
+        let partition = Arc::clone(partition);
         if let Some(long_poll) = req.long_poll.filter(|lp| lp.max_wait_ms > 0) {
             // Earlier responses must not wait behind our long poll.
             self.flush().await?;
@@ -132,32 +133,76 @@ impl Session {
         if len == 0 {
             return Ok(());
         }
-        match self.shared.config.fetch_mode {
-            FetchMode::ZeroCopy => {
-                self.flush().await?;
-                self.with_write_timeout(async |s: &mut Self| {
-                    send_file(&s.stream, slice.file(), slice.position(), len as usize).await
-                })
-                .await?;
-            }
-            FetchMode::Heap => {
-                // Taken out of the session for the borrow checker; put back after the write. A
-                // failure ends the session, so the buffer is not needed then.
-                let mut buf = std::mem::take(&mut self.heap_fetch_buf);
-                slice.read_into(&mut buf)?;
-                self.flush().await?;
-                self.with_write_timeout(async |s: &mut Self| {
-                    s.stream.write_all(&buf[..len as usize]).await
-                })
-                .await?;
-                if buf.len() <= MAX_KEPT_HEAP_FETCH_BUFFER_BYTES {
-                    self.heap_fetch_buf = buf;
+        // A runtime thread must not sleep on the disk: the sessions it serves would all wait.
+        // Bytes in the page cache (a follower's, a recent replay's) are sent from here; bytes
+        // that are not go through the blocking pool first (see `read_cold`).
+        let zero_copy = self.shared.config.fetch_mode == FetchMode::ZeroCopy;
+        if zero_copy && slice.is_cached()? != Some(false) {
+            self.flush().await?;
+            self.with_write_timeout(async |s: &mut Self| {
+                send_file(&s.stream, slice.file(), slice.position(), len as usize).await
+            })
+            .await?;
+        } else {
+            // Heap mode, or a zero-copy FETCH of bytes not in the cache: those are read from
+            // the disk anyway, so a copy through user space costs little next to the read.
+            // Taken out of the session for the borrow checker; put back after the write. A
+            // failure ends the session, so the buffer is not needed then.
+            let mut buf = std::mem::take(&mut self.heap_fetch_buf);
+            let cached_bytes = if zero_copy {
+                Some(0)
+            } else {
+                slice.read_cached_into(&mut buf)?
+            };
+            match cached_bytes {
+                Some(cached) if cached < len as usize => {
+                    buf = self.read_cold(&partition, slice, buf, cached).await?;
                 }
+                Some(_) => drop(slice),
+                // The filesystem cannot read without waiting: read here, as before it could.
+                None => slice.read_rest_into(&mut buf, 0)?,
+            }
+            self.flush().await?;
+            self.with_write_timeout(async |s: &mut Self| {
+                s.stream.write_all(&buf[..len as usize]).await
+            })
+            .await?;
+            if buf.len() <= MAX_KEPT_HEAP_FETCH_BUFFER_BYTES {
+                self.heap_fetch_buf = buf;
             }
         }
         metrics::counter!(m::BYTES_OUT).increment(u64::from(len));
-        drop(slice);
         Ok(())
+    }
+
+    /// Reads bytes `from..` of `slice` into `buf` on tokio's blocking pool, at most
+    /// [`MAX_CONCURRENT_COLD_READS`](super::MAX_CONCURRENT_COLD_READS) at once broker-wide, and
+    /// returns the buffer. The slice (and its pin on the segment) lives until the read is done.
+    async fn read_cold(
+        &self,
+        partition: &Arc<Partition>,
+        slice: ReadSlice,
+        mut buf: Vec<u8>,
+        from: usize,
+    ) -> Result<Vec<u8>, SessionError> {
+        let _permit = self
+            .shared
+            .cold_reads
+            .acquire()
+            .await
+            .expect("the cold-read semaphore is never closed");
+        metrics::counter!(m::FETCH_COLD_READS).increment(1);
+        let partition = Arc::clone(partition);
+        let read = tokio::task::spawn_blocking(move || {
+            partition.test_hooks().pass_cold_read_gate();
+            slice.read_rest_into(&mut buf, from).map(|()| buf)
+        });
+        match read.await {
+            Ok(result) => Ok(result?),
+            Err(join) => Err(SessionError::Io(std::io::Error::other(format!(
+                "the cold FETCH read task failed: {join}"
+            )))),
+        }
     }
 
     fn metadata(&mut self, id: i32, req: &MetadataRequest) {

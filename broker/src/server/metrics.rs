@@ -29,6 +29,9 @@ pub const BYTES_OUT: &str = "booblik_bytes_out_total";
 pub const FETCH_WAITS: &str = "booblik_fetch_waits_total";
 /// Histogram: seconds a FETCH v2 waited.
 pub const FETCH_WAIT_SECONDS: &str = "booblik_fetch_wait_seconds";
+/// Counter: FETCHes whose bytes were not all in the page cache, read on the blocking pool
+/// instead of a runtime thread (`docs/broker.md` § Cold reads).
+pub const FETCH_COLD_READS: &str = "booblik_fetch_cold_reads_total";
 
 /// Installs the global Prometheus recorder with an HTTP listener serving `/metrics` on `bind`.
 /// Must run inside a tokio runtime.

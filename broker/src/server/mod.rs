@@ -62,7 +62,16 @@ pub struct Broker {
 pub(crate) struct Shared {
     pub(crate) config: BrokerConfig,
     pub(crate) storage: Arc<Storage>,
+    /// [`MAX_CONCURRENT_COLD_READS`] permits: FETCH reads waiting for the disk on the blocking
+    /// pool at once.
+    pub(crate) cold_reads: tokio::sync::Semaphore,
 }
+
+/// The most FETCH reads the broker runs at once on tokio's blocking pool because their bytes
+/// were not in the page cache. Bounds the blocking threads (tokio allows 512) and the disk queue
+/// that replays of old data can build; further cold FETCHes wait for a permit, in their own
+/// session only — other sessions go on.
+pub const MAX_CONCURRENT_COLD_READS: usize = 32;
 
 impl Broker {
     /// Checks the configuration, opens (and recovers) the storage, binds the listener and starts
@@ -107,6 +116,7 @@ impl Broker {
         let shared = Arc::new(Shared {
             config,
             storage: Arc::clone(&storage),
+            cold_reads: tokio::sync::Semaphore::new(MAX_CONCURRENT_COLD_READS),
         });
         let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
         Ok(Broker {

@@ -22,6 +22,15 @@ pub struct TestHooks {
     /// True while a test holds the writer.
     writer_paused: Mutex<bool>,
     writer_resumed: Condvar,
+    /// Cold FETCH reads: whether a test holds them, and how many wait at the gate.
+    cold_reads: Mutex<ColdReadGate>,
+    cold_reads_resumed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ColdReadGate {
+    held: bool,
+    waiting: usize,
 }
 
 impl TestHooks {
@@ -43,6 +52,39 @@ impl TestHooks {
     pub fn pause_writer(&self) -> WriterPause<'_> {
         *self.paused() = true;
         WriterPause { hooks: self }
+    }
+
+    /// Holds every FETCH read the server sends to the blocking pool because its bytes are not
+    /// in the page cache (a cold read), for as long as the returned guard lives: a test can
+    /// then show that a slow disk read holds up no other session.
+    pub fn hold_cold_reads(&self) -> ColdReadHold<'_> {
+        self.cold_read_gate().held = true;
+        ColdReadHold { hooks: self }
+    }
+
+    /// How many cold reads wait at the gate of [`TestHooks::hold_cold_reads`] now.
+    pub fn cold_reads_held(&self) -> usize {
+        self.cold_read_gate().waiting
+    }
+
+    /// Called by a cold read on its blocking thread before it reads: waits while a test holds
+    /// cold reads.
+    pub fn pass_cold_read_gate(&self) {
+        let mut gate = self.cold_read_gate();
+        gate.waiting += 1;
+        while gate.held {
+            gate = self
+                .cold_reads_resumed
+                .wait(gate)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        gate.waiting -= 1;
+    }
+
+    fn cold_read_gate(&self) -> std::sync::MutexGuard<'_, ColdReadGate> {
+        self.cold_reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Returns the injected failure, once, if one is armed.
@@ -89,5 +131,20 @@ impl Drop for WriterPause<'_> {
     fn drop(&mut self) {
         *self.hooks.paused() = false;
         self.hooks.writer_resumed.notify_all();
+    }
+}
+
+/// Holds cold FETCH reads until dropped; see [`TestHooks::hold_cold_reads`].
+#[doc(hidden)]
+#[derive(Debug)]
+#[must_use = "cold reads are released when the guard is dropped"]
+pub struct ColdReadHold<'a> {
+    hooks: &'a TestHooks,
+}
+
+impl Drop for ColdReadHold<'_> {
+    fn drop(&mut self) {
+        self.hooks.cold_read_gate().held = false;
+        self.hooks.cold_reads_resumed.notify_all();
     }
 }

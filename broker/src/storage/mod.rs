@@ -58,12 +58,12 @@ mod writer;
 pub use config::{StorageConfig, UnknownWriteMode, WriteMode};
 pub use error::StorageError;
 #[doc(hidden)]
-pub use hooks::{TestHooks, WriterPause};
+pub use hooks::{ColdReadHold, TestHooks, WriterPause};
 pub use log::Appended;
 pub use metrics::{
     APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL,
     PartitionStats, describe_metrics,
 };
 pub use partition::Partition;
-pub use read_slice::ReadSlice;
+pub use read_slice::{CACHE_PROBE_STRIDE_BYTES, ReadSlice};
 pub use registry::{LOCK_FILE_NAME, Storage};

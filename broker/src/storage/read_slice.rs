@@ -1,12 +1,19 @@
 //! A range of raw segment bytes handed to a FETCH, pinning its segment while it lives.
 
 use std::fs::File;
+use std::io::IoSliceMut;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use rustix::io::{Errno, ReadWriteFlags};
 
 use super::error::StorageError;
 use super::segment::Segment;
+
+/// [`ReadSlice::is_cached`] reads one byte every this many bytes of the slice (and its last
+/// byte): at most 17 probes for the largest FETCH (8 MiB), one or two for the small FETCHes of a
+/// follower. A page evicted between two probes goes unnoticed; see [`ReadSlice::is_cached`].
+pub const CACHE_PROBE_STRIDE_BYTES: u64 = 512 * 1024;
 
 /// `len` bytes of one segment file from `position`: whole records from the fetch offset, possibly
 /// ending in the middle of one, never crossing into the next segment.
@@ -86,10 +93,215 @@ impl ReadSlice {
         Ok(bytes)
     }
 
+    /// Reads into `buf` as much of the slice, from its start, as the page cache holds, without
+    /// waiting for the disk (`preadv2` with `RWF_NOWAIT`), and returns how many bytes that was:
+    /// all of them (`len`), or fewer when the page after them is not cached. `None` when the
+    /// filesystem cannot read without waiting (`EOPNOTSUPP`): it cannot tell. `buf` is sized as
+    /// in [`ReadSlice::read_into`]; [`ReadSlice::read_rest_into`] reads what is left.
+    ///
+    /// Why: the heap FETCH copies the bytes on a runtime thread, which must not sleep on a disk
+    /// read while other sessions wait for that thread. A cached read is a memory copy.
+    pub fn read_cached_into(&self, buf: &mut Vec<u8>) -> Result<Option<usize>, StorageError> {
+        let len = self.len as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        let mut done = 0;
+        while done < len {
+            let position = self.position + done as u64;
+            match read_cached_at(self.file(), &mut buf[done..len], position) {
+                Ok(0) => return Err(self.ended_early(position)),
+                Ok(n) => done += n,
+                Err(CacheMiss::NotCached) => break,
+                Err(CacheMiss::CannotTell) => return Ok(None),
+                Err(CacheMiss::Io(error)) => return Err(self.read_error(position, error)),
+            }
+        }
+        Ok(Some(done))
+    }
+
+    /// Reads bytes `from..len` of the slice into `buf[from..len]` (`pread`, waiting for the
+    /// disk if it must): the rest after [`ReadSlice::read_cached_into`]. Blocks; a server calls
+    /// it off its runtime threads.
+    pub fn read_rest_into(&self, buf: &mut Vec<u8>, from: usize) -> Result<(), StorageError> {
+        let len = self.len as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        if from < len {
+            self.segment
+                .read_exact_at(&mut buf[from..len], self.position + from as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the page cache holds the slice, as far as reading one byte every
+    /// [`CACHE_PROBE_STRIDE_BYTES`] and the last byte without waiting (`RWF_NOWAIT`) can tell:
+    /// `Some(false)` when a probe missed, `None` when the filesystem cannot tell. For the
+    /// zero-copy FETCH, whose `sendfile` would otherwise sleep on the disk on a runtime thread.
+    /// A probe cannot see every page: a page evicted between two probes still makes `sendfile`
+    /// wait for the disk (as every `sendfile` did before the probe), but a replay of a log that
+    /// has left the cache — the case that matters — misses at its first probe.
+    pub fn is_cached(&self) -> Result<Option<bool>, StorageError> {
+        let len = u64::from(self.len);
+        if len == 0 {
+            return Ok(Some(true));
+        }
+        let probes = (0..len)
+            .step_by(CACHE_PROBE_STRIDE_BYTES as usize)
+            .chain(std::iter::once(len - 1));
+        let mut byte = [0u8; 1];
+        for at in probes {
+            let position = self.position + at;
+            match read_cached_at(self.file(), &mut byte, position) {
+                Ok(0) => return Err(self.ended_early(position)),
+                Ok(_) => {}
+                Err(CacheMiss::NotCached) => return Ok(Some(false)),
+                Err(CacheMiss::CannotTell) => return Ok(None),
+                Err(CacheMiss::Io(error)) => return Err(self.read_error(position, error)),
+            }
+        }
+        Ok(Some(true))
+    }
+
+    fn ended_early(&self, position: u64) -> StorageError {
+        self.read_error(
+            position,
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the segment file ends before the slice",
+            ),
+        )
+    }
+
+    fn read_error(&self, position: u64, error: std::io::Error) -> StorageError {
+        StorageError::io(
+            format!(
+                "reading {} at byte {position}",
+                self.segment.path().display()
+            ),
+            error,
+        )
+    }
+
     /// A heap copy of exactly the slice's bytes (`pread`), for tests.
     pub fn to_bytes(&self) -> Result<Bytes, StorageError> {
         let mut buf = vec![0u8; self.len as usize];
         self.segment.read_exact_at(&mut buf, self.position)?;
         Ok(Bytes::from(buf))
+    }
+}
+
+/// Why [`read_cached_at`] read nothing.
+enum CacheMiss {
+    /// The page at the position is not in the page cache (`EAGAIN`).
+    NotCached,
+    /// The filesystem cannot read without waiting (`EOPNOTSUPP`), or the kernel predates
+    /// `preadv2` (`ENOSYS`).
+    CannotTell,
+    /// Any other failure.
+    Io(std::io::Error),
+}
+
+/// `preadv2(file, buf, position, RWF_NOWAIT)`: reads only what the page cache holds, never
+/// waiting for the disk. Retried when a signal interrupts it.
+fn read_cached_at(file: &File, buf: &mut [u8], position: u64) -> Result<usize, CacheMiss> {
+    loop {
+        match rustix::io::preadv2(
+            file,
+            &mut [IoSliceMut::new(buf)],
+            position,
+            ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(n) => return Ok(n),
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Err(CacheMiss::NotCached),
+            Err(Errno::OPNOTSUPP | Errno::NOSYS) => return Err(CacheMiss::CannotTell),
+            Err(error) => return Err(CacheMiss::Io(error.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use rustix::fs::Advice;
+
+    use super::*;
+    use crate::storage::index::SparseIndex;
+    use crate::storage::segment::SegmentEnd;
+
+    const FILE_BYTES: usize = 8 * 1024 * 1024;
+
+    /// A slice over a whole file of `FILE_BYTES` patterned bytes, written and fsynced, then
+    /// dropped from the page cache (`POSIX_FADV_DONTNEED` drops clean pages).
+    fn uncached_slice(dir: &std::path::Path) -> (ReadSlice, Vec<u8>) {
+        let path = dir.join("segment");
+        let bytes: Vec<u8> = (0..FILE_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut file = File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&bytes).unwrap();
+        file.sync_all().unwrap();
+        rustix::fs::fadvise(&file, 0, None, Advice::DontNeed).unwrap();
+        let segment = Segment::new(
+            0,
+            0,
+            path,
+            file,
+            SegmentEnd::default(),
+            SparseIndex::new(4096),
+        );
+        let slice = ReadSlice::new(Arc::new(segment), 0, FILE_BYTES as u32, 0);
+        (slice, bytes)
+    }
+
+    #[test]
+    fn a_slice_dropped_from_the_page_cache_is_reported_uncached_until_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (slice, bytes) = uncached_slice(dir.path());
+        assert_eq!(slice.is_cached().unwrap(), Some(false));
+        let mut buf = Vec::new();
+        // A miss starts readahead (without waiting for it), so a few pages may have arrived
+        // since the probe; never the whole file.
+        let cached = slice.read_cached_into(&mut buf).unwrap().unwrap();
+        assert!(cached < FILE_BYTES, "{cached} bytes were cached");
+
+        slice.read_rest_into(&mut buf, cached).unwrap();
+        assert!(buf == bytes, "the blocking read returns the file's bytes");
+        assert_eq!(slice.is_cached().unwrap(), Some(true));
+        let mut again = Vec::new();
+        assert_eq!(
+            slice.read_cached_into(&mut again).unwrap(),
+            Some(FILE_BYTES)
+        );
+        assert!(again == bytes, "the cached read returns the file's bytes");
+    }
+
+    #[test]
+    fn a_cached_read_stops_at_the_first_page_not_in_the_cache_and_the_rest_completes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (slice, bytes) = uncached_slice(dir.path());
+        // Bring the first MiB back (readahead may bring a little more, never the whole file).
+        let first_bytes = 1024 * 1024;
+        let mut head = vec![0u8; first_bytes];
+        slice.segment.read_exact_at(&mut head, 0).unwrap();
+
+        let mut buf = Vec::new();
+        let cached = slice.read_cached_into(&mut buf).unwrap().unwrap();
+        assert!(
+            (first_bytes..FILE_BYTES).contains(&cached),
+            "{cached} bytes were cached"
+        );
+        assert_eq!(slice.is_cached().unwrap(), Some(false), "the tail is not");
+        slice.read_rest_into(&mut buf, cached).unwrap();
+        assert!(
+            buf == bytes,
+            "cached prefix and blocking rest make the file"
+        );
     }
 }
