@@ -20,16 +20,39 @@ const COLD_FETCHES: usize = 4;
 /// How long the hook holds the cold reads at most (longer than any wait of the test, so a
 /// failure reports what it saw during the hold); the other session's answer must come first.
 const HOLD: Duration = Duration::from_secs(30);
-const RECORD_BYTES: usize = 8 * 1024;
 /// The cold FETCHes start this far apart in the log. A FETCH that misses the page cache starts
 /// readahead (the kernel does, even for a read that does not wait), up to the device's
 /// `read_ahead_kb` — 8 MiB on the test machines — so nearer starts could find their bytes
 /// brought in by another FETCH's miss, be served from the cache, and never reach the gate.
-const RECORDS_APART: usize = 1280; // 10 MiB of 8 KiB records
-const RECORDS: usize = COLD_FETCHES * RECORDS_APART;
-/// Records in one PRODUCE (4 MiB), below the frame limit.
-const RECORDS_PER_PRODUCE: usize = 512;
-const COLD_FETCH_MAX_BYTES: i32 = 64 * 1024;
+const BYTES_APART: usize = 10 * 1024 * 1024;
+/// Bytes of records in one PRODUCE (4 MiB), below the frame limit.
+const BYTES_PER_PRODUCE: usize = 4 * 1024 * 1024;
+
+/// What the cold FETCHes read.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    record_bytes: usize,
+    /// Added to each FETCH's start offset: with small records, an offset past a sparse index
+    /// entry makes finding the record a walk over length prefixes, which reads the disk too.
+    offset_past_start: usize,
+    max_bytes: i32,
+}
+
+/// 8 KiB records: every record has an index entry, so only the payload read is cold.
+const LARGE_RECORDS: Shape = Shape {
+    record_bytes: 8 * 1024,
+    offset_past_start: 0,
+    max_bytes: 64 * 1024,
+};
+/// 100-byte records, fetched one at a time from offsets between index entries (one per 4 KiB):
+/// the walk to the record is cold. The walk reads the bytes around the record, so its payload
+/// is cached afterwards: here only a walk done off the runtime reaches the gate, and a walk
+/// done on a runtime thread fails the test.
+const SMALL_RECORDS: Shape = Shape {
+    record_bytes: 100,
+    offset_past_start: 7,
+    max_bytes: 108,
+};
 
 /// Holds the partition's cold reads on a thread of its own until `release` says so or [`HOLD`]
 /// has passed; returns when the hold is armed. The flag tells whether the hold has ended.
@@ -60,7 +83,10 @@ fn evict_partition_files(dir: &std::path::Path) {
     }
 }
 
-async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: FetchMode) {
+async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
+    mode: FetchMode,
+    shape: Shape,
+) {
     // FILE mode: no mapping keeps the active segment's pages in memory.
     let broker = TestBroker::start_with(|config| {
         config.fetch_mode = mode;
@@ -68,11 +94,12 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
         config.storage.segment_bytes = 64 * 1024 * 1024;
     })
     .await;
-    let records: Vec<Vec<u8>> = (0..RECORDS)
-        .map(|i| vec![(i % 251) as u8; RECORD_BYTES])
+    let records_apart = BYTES_APART / (shape.record_bytes + 8);
+    let records: Vec<Vec<u8>> = (0..COLD_FETCHES * records_apart)
+        .map(|i| vec![(i % 251) as u8; shape.record_bytes])
         .collect();
     let mut writer = broker.connect().await;
-    for chunk in records.chunks(RECORDS_PER_PRODUCE) {
+    for chunk in records.chunks(BYTES_PER_PRODUCE / shape.record_bytes) {
         let refs: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
         writer
             .call(&produce_request(1, "solo", 0, AckPolicy::Forced, &refs))
@@ -86,9 +113,9 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
     let mut fetchers = Vec::new();
     for n in 0..COLD_FETCHES {
         let mut conn = broker.connect().await;
-        let offset = (n * RECORDS_APART) as i64;
+        let offset = (n * records_apart + shape.offset_past_start) as i64;
         fetchers.push(tokio::spawn(async move {
-            let fetched = conn.fetch("solo", 0, offset, COLD_FETCH_MAX_BYTES).await;
+            let fetched = conn.fetch("solo", 0, offset, shape.max_bytes).await;
             (offset as usize, payloads(&fetched.fetch()))
         }));
     }
@@ -100,7 +127,9 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
         }
         assert!(
             Instant::now() < deadline,
-            "{mode:?}: only {held} of {COLD_FETCHES} FETCHes reached the cold-read gate"
+            "{mode:?} {shape:?}: only {held} of {COLD_FETCHES} FETCHes reached the cold-read \
+             gate (this test needs a filesystem that drops clean pages on POSIX_FADV_DONTNEED \
+             and reads with RWF_NOWAIT: ext4, XFS, btrfs; not tmpfs)"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -116,7 +145,7 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
     assert_eq!(payloads(&fetched), vec![b"while the disk is slow".to_vec()]);
     assert!(
         !hold_ended.load(std::sync::atomic::Ordering::SeqCst),
-        "{mode:?}: the other session was answered only after the cold reads were let go"
+        "{mode:?} {shape:?}: the other session was answered only after the cold reads were let go"
     );
     assert_eq!(
         partition.test_hooks().cold_reads_held(),
@@ -125,7 +154,7 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
     );
 
     release.send(()).unwrap();
-    let whole_records = COLD_FETCH_MAX_BYTES as usize / (RECORD_BYTES + 8);
+    let whole_records = shape.max_bytes as usize / (shape.record_bytes + 8);
     for fetcher in fetchers {
         let (offset, got) = fetcher.await.unwrap();
         assert_eq!(
@@ -138,10 +167,27 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(mode: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_zero_copy_fetch_holds_up_no_other_session() {
-    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(FetchMode::ZeroCopy).await;
+    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
+        FetchMode::ZeroCopy,
+        LARGE_RECORDS,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_heap_fetch_holds_up_no_other_session() {
-    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(FetchMode::Heap).await;
+    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
+        FetchMode::Heap,
+        LARGE_RECORDS,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_walk_to_a_small_record_holds_up_no_other_session() {
+    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
+        FetchMode::ZeroCopy,
+        SMALL_RECORDS,
+    )
+    .await;
 }

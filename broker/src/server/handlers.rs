@@ -16,7 +16,7 @@ use super::metrics as m;
 use super::sendfile::send_file;
 use super::session::{MAX_KEPT_HEAP_FETCH_BUFFER_BYTES, Session, SessionError};
 use crate::config::{FetchMode, MAX_FETCH_WAIT_MS};
-use crate::storage::{Partition, ReadSlice, StorageError};
+use crate::storage::{Partition, StorageError};
 
 impl Session {
     pub(super) async fn handle(&mut self, request: Request) -> Result<(), SessionError> {
@@ -116,7 +116,18 @@ impl Session {
         }
         // maxBytes is at least 1 (checked by the codec); the frame limit caps it from above.
         let max_bytes = (req.max_bytes as usize).min(MAX_FETCH_PAYLOAD_BYTES) as u32;
-        let slice = match partition.read(req.fetch_offset, max_bytes) {
+        // Finding the record walks at most one index interval of length prefixes; when those
+        // bytes are not cached, the walk too is done off the runtime threads.
+        let fetch_offset = req.fetch_offset;
+        let found = match partition.read_cached(fetch_offset, max_bytes) {
+            Ok(Some(slice)) => Ok(slice),
+            Ok(None) => {
+                self.off_runtime(&partition, move |p| p.read(fetch_offset, max_bytes))
+                    .await?
+            }
+            Err(error) => Err(error),
+        };
+        let slice = match found {
             Ok(slice) => slice,
             Err(StorageError::OffsetOutOfRange { .. }) => {
                 self.answer_error("fetch", id, ErrorCode::OffsetOutOfRange);
@@ -155,8 +166,14 @@ impl Session {
                 slice.read_cached_into(&mut buf)?
             };
             match cached_bytes {
+                // The slice (and its pin on the segment) moves to the blocking pool with the
+                // buffer and is dropped there once its bytes are copied.
                 Some(cached) if cached < len as usize => {
-                    buf = self.read_cold(&partition, slice, buf, cached).await?;
+                    buf = self
+                        .off_runtime(&partition, move |_| {
+                            slice.read_rest_into(&mut buf, cached).map(|()| buf)
+                        })
+                        .await??;
                 }
                 Some(_) => drop(slice),
                 // The filesystem cannot read without waiting: read here, as before it could.
@@ -167,7 +184,9 @@ impl Session {
                 s.stream.write_all(&buf[..len as usize]).await
             })
             .await?;
-            if buf.len() <= MAX_KEPT_HEAP_FETCH_BUFFER_BYTES {
+            // Zero-copy sessions keep no buffer between FETCHes: their cold reads are rare, and
+            // a buffer kept in each would add up to a megabyte per connection.
+            if !zero_copy && buf.len() <= MAX_KEPT_HEAP_FETCH_BUFFER_BYTES {
                 self.heap_fetch_buf = buf;
             }
         }
@@ -175,34 +194,33 @@ impl Session {
         Ok(())
     }
 
-    /// Reads bytes `from..` of `slice` into `buf` on tokio's blocking pool, at most
-    /// [`MAX_CONCURRENT_COLD_READS`](super::MAX_CONCURRENT_COLD_READS) at once broker-wide, and
-    /// returns the buffer. The slice (and its pin on the segment) lives until the read is done.
-    async fn read_cold(
+    /// Runs `read` on tokio's blocking pool, where waiting for the disk holds up no session but
+    /// this one, holding one of the broker's
+    /// [`MAX_CONCURRENT_COLD_READS`](super::MAX_CONCURRENT_COLD_READS) permits for as long as it
+    /// runs (the permit moves into the task: a session dropped meanwhile does not free it early).
+    /// The session waits for a permit like for the read itself; a broker shutting down waits for
+    /// the cold reads already queued.
+    async fn off_runtime<T: Send + 'static>(
         &self,
         partition: &Arc<Partition>,
-        slice: ReadSlice,
-        mut buf: Vec<u8>,
-        from: usize,
-    ) -> Result<Vec<u8>, SessionError> {
-        let _permit = self
-            .shared
-            .cold_reads
-            .acquire()
+        read: impl FnOnce(&Partition) -> T + Send + 'static,
+    ) -> Result<T, SessionError> {
+        let permit = Arc::clone(&self.shared.cold_reads)
+            .acquire_owned()
             .await
             .expect("the cold-read semaphore is never closed");
         metrics::counter!(m::FETCH_COLD_READS).increment(1);
         let partition = Arc::clone(partition);
-        let read = tokio::task::spawn_blocking(move || {
+        let task = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             partition.test_hooks().pass_cold_read_gate();
-            slice.read_rest_into(&mut buf, from).map(|()| buf)
+            read(&partition)
         });
-        match read.await {
-            Ok(result) => Ok(result?),
-            Err(join) => Err(SessionError::Io(std::io::Error::other(format!(
-                "the cold FETCH read task failed: {join}"
-            )))),
-        }
+        task.await.map_err(|join| {
+            SessionError::Io(std::io::Error::other(format!(
+                "a FETCH read on the blocking pool failed: {join}"
+            )))
+        })
     }
 
     fn metadata(&mut self, id: i32, req: &MetadataRequest) {

@@ -64,7 +64,7 @@ pub(crate) struct Shared {
     pub(crate) storage: Arc<Storage>,
     /// [`MAX_CONCURRENT_COLD_READS`] permits: FETCH reads waiting for the disk on the blocking
     /// pool at once.
-    pub(crate) cold_reads: tokio::sync::Semaphore,
+    pub(crate) cold_reads: Arc<tokio::sync::Semaphore>,
 }
 
 /// The most FETCH reads the broker runs at once on tokio's blocking pool because their bytes
@@ -116,7 +116,7 @@ impl Broker {
         let shared = Arc::new(Shared {
             config,
             storage: Arc::clone(&storage),
-            cold_reads: tokio::sync::Semaphore::new(MAX_CONCURRENT_COLD_READS),
+            cold_reads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_COLD_READS)),
         });
         let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
         Ok(Broker {

@@ -80,9 +80,10 @@ pub(crate) struct Session {
     pub(super) shutdown: watch::Receiver<bool>,
     inbuf: BytesMut,
     pub(super) outbuf: BytesMut,
-    /// Heap FETCH mode only: the payload buffer, reused across FETCHes so each one costs a
-    /// `pread` and a `write`, not an allocation and a memset as well. Kept between FETCHes only
-    /// up to [`MAX_KEPT_HEAP_FETCH_BUFFER_BYTES`]; a larger one is freed after its write.
+    /// Heap FETCH mode: the payload buffer, reused across FETCHes so each one costs a `pread`
+    /// and a `write`, not an allocation and a memset as well. Kept between FETCHes only up to
+    /// [`MAX_KEPT_HEAP_FETCH_BUFFER_BYTES`]; a larger one is freed after its write. In zero-copy
+    /// mode only a cold FETCH (bytes not in the page cache) uses one, freed after its write.
     pub(super) heap_fetch_buf: Vec<u8>,
 }
 

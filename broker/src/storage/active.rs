@@ -77,7 +77,9 @@ impl ActiveSegment {
     /// Creates a new, empty segment file for `base_offset` in `dir`. The caller fsyncs `dir`.
     ///
     /// `NoSpace` when the filesystem has no room for the file (no free inode or directory
-    /// block, a quota): no file is left behind, so the same call can be tried again later.
+    /// block, a quota): no file is left behind, so the same call can be tried again later. (If
+    /// removing a file that failed to pre-size or map fails too, the next try finds it there
+    /// and fails with `EEXIST`, an I/O error that poisons.)
     pub(crate) fn create(
         dir: &Path,
         base_offset: i64,

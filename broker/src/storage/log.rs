@@ -523,4 +523,43 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn finding_a_record_whose_walk_is_not_cached_is_left_to_a_thread_that_may_wait() {
+        use rustix::fs::Advice;
+
+        use crate::storage::log_view::LogPosition;
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = open(dir.path(), WriteMode::File);
+        log.append(&batch(0..3)).unwrap();
+        log.sync().unwrap();
+        let view = log.view();
+        let segment = Arc::clone(&view.snapshot()[0]);
+        // Synced pages are clean, so DONTNEED drops them; no readahead on this descriptor.
+        rustix::fs::fadvise(segment.file(), 0, None, Advice::Random).unwrap();
+        rustix::fs::fadvise(segment.file(), 0, None, Advice::DontNeed).unwrap();
+        let record_bytes = (PAYLOAD_BYTES + 8) as u64;
+
+        // Offset 1 is found by walking from the index entry at offset 0: bytes not cached.
+        assert!(view.read_cached(1, 100).unwrap().is_none());
+        assert_eq!(view.cached_log_position_of(1), LogPosition::NeedsDisk);
+        // Offsets that need no walk: an index entry, and the end of the log.
+        assert_eq!(view.read_cached(0, 100).unwrap().unwrap().position(), 0);
+        assert_eq!(
+            view.cached_log_position_of(3),
+            LogPosition::At(3 * record_bytes)
+        );
+
+        // Where waiting is fine, the walk reads the disk, and then the bytes are cached.
+        assert_eq!(view.read(1, 100).unwrap().position(), record_bytes);
+        assert_eq!(
+            view.read_cached(1, 100).unwrap().unwrap().position(),
+            record_bytes
+        );
+        assert_eq!(
+            view.cached_log_position_of(1),
+            LogPosition::At(record_bytes)
+        );
+    }
 }

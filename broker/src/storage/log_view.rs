@@ -118,6 +118,28 @@ impl LogView {
         fetch_offset: i64,
         max_bytes: u32,
     ) -> Result<ReadSlice, StorageError> {
+        Ok(self
+            .read_with(fetch_offset, max_bytes, false)?
+            .expect("a read that may wait for the disk always ends"))
+    }
+
+    /// [`LogView::read`] without waiting for the disk: `None` when finding the record's position
+    /// (the walk from the sparse index entry before it) needs bytes the page cache does not hold.
+    /// The slice's own bytes are not read here; see [`ReadSlice::is_cached`].
+    pub(crate) fn read_cached(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u32,
+    ) -> Result<Option<ReadSlice>, StorageError> {
+        self.read_with(fetch_offset, max_bytes, true)
+    }
+
+    fn read_with(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u32,
+        cached_only: bool,
+    ) -> Result<Option<ReadSlice>, StorageError> {
         let high_watermark = self.high_watermark();
         let segment = {
             let segments = self.read_segments();
@@ -133,7 +155,14 @@ impl LogView {
             Arc::clone(&segments[after - 1])
         };
         let end = segment.end();
-        let position = segment.position_of(fetch_offset, end)?;
+        let position = if cached_only {
+            match segment.cached_position_of(fetch_offset, end)? {
+                Some(position) => position,
+                None => return Ok(None),
+            }
+        } else {
+            segment.position_of(fetch_offset, end)?
+        };
         let len = if fetch_offset == high_watermark {
             0
         } else {
@@ -142,31 +171,52 @@ impl LogView {
         // Bytes written after the watermark was loaded may be in the slice; report a watermark
         // that covers them.
         let slice_high_watermark = high_watermark.max(segment.next_offset_at(end));
-        Ok(ReadSlice::new(
+        Ok(Some(ReadSlice::new(
             segment,
             u64::from(position),
             len,
             slice_high_watermark,
-        ))
+        )))
     }
 
     /// Where the record at `offset` starts, in bytes of the log since open; `None` when `offset`
     /// is not in the log. Pins the segment only for the duration of the lookup.
     pub(crate) fn log_position_of(&self, offset: i64) -> Option<u64> {
+        match self.log_position_with(offset, false) {
+            LogPosition::At(position) => Some(position),
+            LogPosition::NotInLog => None,
+            LogPosition::NeedsDisk => unreachable!("a lookup that may wait for the disk ends"),
+        }
+    }
+
+    /// [`LogView::log_position_of`] without waiting for the disk.
+    pub(crate) fn cached_log_position_of(&self, offset: i64) -> LogPosition {
+        self.log_position_with(offset, true)
+    }
+
+    fn log_position_with(&self, offset: i64, cached_only: bool) -> LogPosition {
         let segment = {
             let segments = self.read_segments();
             if offset < segments[0].base_offset() {
-                return None;
+                return LogPosition::NotInLog;
             }
             let after = segments.partition_point(|s| s.base_offset() <= offset);
             Arc::clone(&segments[after - 1])
         };
         let end = segment.end();
         if offset > segment.next_offset_at(end) {
-            return None;
+            return LogPosition::NotInLog;
         }
-        let position = segment.position_of(offset, end).ok()?;
-        Some(segment.log_bytes_before() + u64::from(position))
+        let position = if cached_only {
+            segment.cached_position_of(offset, end)
+        } else {
+            segment.position_of(offset, end).map(Some)
+        };
+        match position {
+            Ok(Some(position)) => LogPosition::At(segment.log_bytes_before() + u64::from(position)),
+            Ok(None) => LogPosition::NeedsDisk,
+            Err(_) => LogPosition::NotInLog,
+        }
     }
 
     fn read_segments(&self) -> RwLockReadGuard<'_, Vec<Arc<Segment>>> {
@@ -180,4 +230,15 @@ impl LogView {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Where a record starts in the log, as [`LogView::cached_log_position_of`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogPosition {
+    /// At this many bytes of the log since open.
+    At(u64),
+    /// The offset is not in the log (or its segment is damaged).
+    NotInLog,
+    /// Finding it needs bytes the page cache does not hold.
+    NeedsDisk,
 }

@@ -19,7 +19,7 @@ use super::durability::Durability;
 use super::error::{IoContext, StorageError};
 use super::hooks::TestHooks;
 use super::log::{Appended, LogSettings, PartitionLog};
-use super::log_view::LogView;
+use super::log_view::{LogPosition, LogView};
 use super::metrics::{PartitionMetrics, PartitionStats};
 use super::poison::Poison;
 use super::read_slice::ReadSlice;
@@ -204,7 +204,19 @@ impl Partition {
                     return;
                 }
                 if fetch_offset < end.high_watermark {
-                    match self.view.log_position_of(fetch_offset) {
+                    let position = match self.view.cached_log_position_of(fetch_offset) {
+                        LogPosition::At(position) => Some(position),
+                        LogPosition::NotInLog => None,
+                        // The walk to the record needs the disk: not on this (runtime) thread.
+                        LogPosition::NeedsDisk => {
+                            let view = Arc::clone(&self.view);
+                            tokio::task::spawn_blocking(move || view.log_position_of(fetch_offset))
+                                .await
+                                .ok()
+                                .flatten()
+                        }
+                    };
+                    match position {
                         Some(position) => start_bytes = Some(position),
                         None => return,
                     }
@@ -234,6 +246,18 @@ impl Partition {
     /// high_watermark]`. The slice pins its segment until dropped.
     pub fn read(&self, fetch_offset: i64, max_bytes: u32) -> Result<ReadSlice, StorageError> {
         self.view.read(fetch_offset, max_bytes)
+    }
+
+    /// [`Partition::read`] for a thread that must not wait for the disk: `None` when finding
+    /// the record (a walk of at most one index interval from the sparse index entry before it)
+    /// needs bytes the page cache does not hold — then call [`Partition::read`] where waiting is
+    /// fine. The slice's bytes themselves are not read; see [`ReadSlice::is_cached`].
+    pub fn read_cached(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u32,
+    ) -> Result<Option<ReadSlice>, StorageError> {
+        self.view.read_cached(fetch_offset, max_bytes)
     }
 
     /// Applies the retention policy now (it also runs every `retention_check_interval_ms`).

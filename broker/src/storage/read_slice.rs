@@ -1,14 +1,12 @@
 //! A range of raw segment bytes handed to a FETCH, pinning its segment while it lives.
 
 use std::fs::File;
-use std::io::IoSliceMut;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rustix::io::{Errno, ReadWriteFlags};
 
 use super::error::StorageError;
-use super::segment::Segment;
+use super::segment::{CacheMiss, Segment, read_cached_at};
 
 /// [`ReadSlice::is_cached`] reads one byte every this many bytes of the slice (and its last
 /// byte): at most 17 probes for the largest FETCH (8 MiB), one or two for the small FETCHes of a
@@ -20,7 +18,7 @@ pub const CACHE_PROBE_STRIDE_BYTES: u64 = 512 * 1024;
 ///
 /// The slice holds an `Arc` to its segment, so retention cannot unlink the file until the slice
 /// is dropped: the server sends the bytes (`sendfile` from [`ReadSlice::file`] at
-/// [`ReadSlice::position`]) and then drops the slice.
+/// [`ReadSlice::position`]) or copies them into a buffer, and then drops the slice.
 pub struct ReadSlice {
     segment: Arc<Segment>,
     position: u64,
@@ -192,36 +190,6 @@ impl ReadSlice {
     }
 }
 
-/// Why [`read_cached_at`] read nothing.
-enum CacheMiss {
-    /// The page at the position is not in the page cache (`EAGAIN`).
-    NotCached,
-    /// The filesystem cannot read without waiting (`EOPNOTSUPP`), or the kernel predates
-    /// `preadv2` (`ENOSYS`).
-    CannotTell,
-    /// Any other failure.
-    Io(std::io::Error),
-}
-
-/// `preadv2(file, buf, position, RWF_NOWAIT)`: reads only what the page cache holds, never
-/// waiting for the disk. Retried when a signal interrupts it.
-fn read_cached_at(file: &File, buf: &mut [u8], position: u64) -> Result<usize, CacheMiss> {
-    loop {
-        match rustix::io::preadv2(
-            file,
-            &mut [IoSliceMut::new(buf)],
-            position,
-            ReadWriteFlags::NOWAIT,
-        ) {
-            Ok(n) => return Ok(n),
-            Err(Errno::INTR) => {}
-            Err(Errno::AGAIN) => return Err(CacheMiss::NotCached),
-            Err(Errno::OPNOTSUPP | Errno::NOSYS) => return Err(CacheMiss::CannotTell),
-            Err(error) => return Err(CacheMiss::Io(error.into())),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;
@@ -247,7 +215,16 @@ mod tests {
             .unwrap();
         file.write_all(&bytes).unwrap();
         file.sync_all().unwrap();
+        // No readahead on this descriptor (the slice reads through it): a miss must not bring
+        // in the rest of the file behind the test's back.
+        rustix::fs::fadvise(&file, 0, None, Advice::Random).unwrap();
         rustix::fs::fadvise(&file, 0, None, Advice::DontNeed).unwrap();
+        assert_eq!(
+            read_cached_at(&file, &mut [0u8; 1], FILE_BYTES as u64 - 1).ok(),
+            None,
+            "these tests need a filesystem that drops clean pages on POSIX_FADV_DONTNEED and \
+             reads with RWF_NOWAIT (ext4, XFS, btrfs; not tmpfs): is TMPDIR on one?"
+        );
         let segment = Segment::new(
             0,
             0,
@@ -266,10 +243,9 @@ mod tests {
         let (slice, bytes) = uncached_slice(dir.path());
         assert_eq!(slice.is_cached().unwrap(), Some(false));
         let mut buf = Vec::new();
-        // A miss starts readahead (without waiting for it), so a few pages may have arrived
-        // since the probe; never the whole file.
+        // A miss starts reading what was asked for (without waiting), so a cached read may find
+        // more and more of the file as that read goes on: how much is a race.
         let cached = slice.read_cached_into(&mut buf).unwrap().unwrap();
-        assert!(cached < FILE_BYTES, "{cached} bytes were cached");
 
         slice.read_rest_into(&mut buf, cached).unwrap();
         assert!(buf == bytes, "the blocking read returns the file's bytes");
@@ -283,21 +259,18 @@ mod tests {
     }
 
     #[test]
-    fn a_cached_read_stops_at_the_first_page_not_in_the_cache_and_the_rest_completes_it() {
+    fn a_cached_read_returns_at_least_the_cached_prefix_and_the_blocking_rest_completes_it() {
         let dir = tempfile::tempdir().unwrap();
         let (slice, bytes) = uncached_slice(dir.path());
-        // Bring the first MiB back (readahead may bring a little more, never the whole file).
+        // Bring the first MiB back (no readahead: see `uncached_slice`).
         let first_bytes = 1024 * 1024;
         let mut head = vec![0u8; first_bytes];
         slice.segment.read_exact_at(&mut head, 0).unwrap();
 
         let mut buf = Vec::new();
+        // At least the first MiB; more only if the read its miss started has delivered more.
         let cached = slice.read_cached_into(&mut buf).unwrap().unwrap();
-        assert!(
-            (first_bytes..FILE_BYTES).contains(&cached),
-            "{cached} bytes were cached"
-        );
-        assert_eq!(slice.is_cached().unwrap(), Some(false), "the tail is not");
+        assert!(cached >= first_bytes, "{cached} bytes were cached");
         slice.read_rest_into(&mut buf, cached).unwrap();
         assert!(
             buf == bytes,

@@ -189,8 +189,31 @@ impl Segment {
 
     /// Byte position of the record with `offset`, which must lie in
     /// `[base_offset, base_offset + end.record_count]` (the upper bound gives `end.position`).
-    /// Binary search in the sparse index, then a forward walk over length prefixes.
+    /// Binary search in the sparse index, then a forward walk over length prefixes (at most one
+    /// index interval of bytes).
     pub(crate) fn position_of(&self, offset: i64, end: SegmentEnd) -> Result<u32, StorageError> {
+        Ok(self
+            .walk_to(offset, end, DiskWait::Allowed)?
+            .expect("a walk that may wait for the disk always ends"))
+    }
+
+    /// [`Segment::position_of`] without waiting for the disk: `None` when the walk needs bytes
+    /// the page cache does not hold (or the filesystem cannot tell), for a caller that must not
+    /// sleep on a disk read (a runtime thread) and does the walk elsewhere.
+    pub(crate) fn cached_position_of(
+        &self,
+        offset: i64,
+        end: SegmentEnd,
+    ) -> Result<Option<u32>, StorageError> {
+        self.walk_to(offset, end, DiskWait::Never)
+    }
+
+    fn walk_to(
+        &self,
+        offset: i64,
+        end: SegmentEnd,
+        wait: DiskWait,
+    ) -> Result<Option<u32>, StorageError> {
         let relative = offset
             .checked_sub(self.base_offset)
             .and_then(|relative| u32::try_from(relative).ok());
@@ -207,7 +230,7 @@ impl Segment {
             }
         };
         if relative == end.record_count {
-            return Ok(end.position);
+            return Ok(Some(end.position));
         }
         let start = self
             .index
@@ -228,9 +251,17 @@ impl Segment {
                 if want < 4 {
                     return Err(self.corrupt(position, "length prefix runs past the end".into()));
                 }
-                self.file
-                    .read_exact_at(&mut chunk[..want], position)
-                    .context(|| format!("reading {}", self.path.display()))?;
+                match wait {
+                    DiskWait::Allowed => self
+                        .file
+                        .read_exact_at(&mut chunk[..want], position)
+                        .context(|| format!("reading {}", self.path.display()))?,
+                    DiskWait::Never => {
+                        if !self.read_exact_cached_at(&mut chunk[..want], position)? {
+                            return Ok(None);
+                        }
+                    }
+                }
                 chunk_start = position;
                 chunk_len = want;
             }
@@ -243,7 +274,30 @@ impl Segment {
             position = next;
             current += 1;
         }
-        Ok(position as u32)
+        Ok(Some(position as u32))
+    }
+
+    /// Fills `buf` from `position` only with bytes the page cache holds (`RWF_NOWAIT`); false
+    /// when it does not hold them all, or the filesystem cannot tell.
+    fn read_exact_cached_at(&self, buf: &mut [u8], position: u64) -> Result<bool, StorageError> {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = position + done as u64;
+            match read_cached_at(&self.file, &mut buf[done..], at) {
+                Ok(0) => {
+                    return Err(self.corrupt(at, "the file ends before its published end".into()));
+                }
+                Ok(n) => done += n,
+                Err(CacheMiss::NotCached | CacheMiss::CannotTell) => return Ok(false),
+                Err(CacheMiss::Io(error)) => {
+                    return Err(StorageError::io(
+                        format!("reading {} at byte {at}", self.path.display()),
+                        error,
+                    ));
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Copies `buf.len()` bytes at `position` (a heap read: `ReadSlice::read_into` and `ReadSlice::to_bytes`).
@@ -288,6 +342,51 @@ impl Drop for Segment {
                     warn!(path = %path.display(), %error, "could not unlink retired segment");
                 }
             }
+        }
+    }
+}
+
+/// Whether a read may wait for the disk.
+#[derive(Debug, Clone, Copy)]
+enum DiskWait {
+    Allowed,
+    /// Only what the page cache holds (`RWF_NOWAIT`).
+    Never,
+}
+
+/// Why [`read_cached_at`] read nothing.
+pub(crate) enum CacheMiss {
+    /// The page at the position is not in the page cache (`EAGAIN`; on some filesystems, such
+    /// as XFS, also while a write holds the file's lock).
+    NotCached,
+    /// The filesystem cannot read without waiting (`EOPNOTSUPP`), or the kernel predates
+    /// `preadv2` (`ENOSYS`).
+    CannotTell,
+    /// Any other failure.
+    Io(std::io::Error),
+}
+
+/// `preadv2(file, buf, position, RWF_NOWAIT)`: reads only what the page cache holds instead of
+/// waiting for the disk (a miss still starts readahead, whose submission can take a moment).
+/// Retried when a signal interrupts it.
+pub(crate) fn read_cached_at(
+    file: &File,
+    buf: &mut [u8],
+    position: u64,
+) -> Result<usize, CacheMiss> {
+    use rustix::io::{Errno, ReadWriteFlags};
+    loop {
+        match rustix::io::preadv2(
+            file,
+            &mut [std::io::IoSliceMut::new(buf)],
+            position,
+            ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(n) => return Ok(n),
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Err(CacheMiss::NotCached),
+            Err(Errno::OPNOTSUPP | Errno::NOSYS) => return Err(CacheMiss::CannotTell),
+            Err(error) => return Err(CacheMiss::Io(error.into())),
         }
     }
 }
