@@ -8,7 +8,7 @@
 
 mod storage_support;
 
-use booblik_broker::storage::StorageError;
+use booblik_broker::storage::{Appended, StorageError, TestHooks, WriteMode};
 use booblik_protocol::AckPolicy;
 use storage_support::{MODES, config, open, partition, records};
 
@@ -52,8 +52,15 @@ async fn a_failed_fsync_fails_its_forced_append_and_refuses_every_later_append()
     }
 }
 
-#[tokio::test]
-async fn a_failed_fsync_while_rolling_poisons_the_partition() {
+/// Appends one record to a segment with room for about one, arms a failure with `arm`, then
+/// appends a record that does not fit, so the writer rolls: it seals the segment (an fsync),
+/// creates the next one and fsyncs the directory. `check` judges that append's answer; after it
+/// the partition must be poisoned — later appends refused, nothing past the first record, and
+/// closing reports the failure.
+async fn a_roll_that_fails(
+    arm: impl Fn(&TestHooks),
+    check: impl Fn(WriteMode, &Result<Option<Appended>, StorageError>),
+) {
     for mode in MODES {
         let dir = tempfile::tempdir().unwrap();
         let storage = open(&config(dir.path(), mode, 100)).unwrap();
@@ -62,15 +69,12 @@ async fn a_failed_fsync_while_rolling_poisons_the_partition() {
             .append(records(&[[1u8; 60]]), AckPolicy::Written)
             .await
             .unwrap();
-        // The next record does not fit: the roll fsyncs the sealed segment, and that fails.
-        partition.test_hooks().fail_next_fsync();
+        arm(partition.test_hooks());
         let failed = partition
             .append(records(&[[2u8; 60]]), AckPolicy::Written)
             .await;
-        assert!(
-            matches!(failed, Err(StorageError::Io { .. })),
-            "{mode:?}: {failed:?}"
-        );
+        check(mode, &failed);
+        assert!(partition.stats().poisoned, "{mode:?}");
         assert!(matches!(
             partition
                 .append(records(&[[3u8; 1]]), AckPolicy::Written)
@@ -83,26 +87,26 @@ async fn a_failed_fsync_while_rolling_poisons_the_partition() {
 }
 
 #[tokio::test]
+async fn a_failed_fsync_while_rolling_poisons_the_partition() {
+    // The roll's fsync of the sealed segment fails.
+    a_roll_that_fails(TestHooks::fail_next_fsync, |mode, failed| {
+        assert!(
+            matches!(failed, Err(StorageError::Io { .. })),
+            "{mode:?}: {failed:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_failed_directory_fsync_after_a_roll_poisons_the_partition() {
     // A new segment's name survives a power loss only once its directory is fsynced (SPEC §3),
     // so the roll must fsync the directory — and a failure of that fsync must poison like any
     // other. Only directory fsyncs are failed here: if the roll skipped its directory fsync, the
     // append would succeed and this test fail.
-    for mode in MODES {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&config(dir.path(), mode, 100)).unwrap();
-        let partition = partition(&storage);
-        partition
-            .append(records(&[[1u8; 60]]), AckPolicy::Written)
-            .await
-            .unwrap();
-        partition.test_hooks().fail_next_directory_fsync();
-        // The next record does not fit: the roll seals this segment, creates the next one, and
-        // fsyncs the directory, which fails.
-        let failed = partition
-            .append(records(&[[2u8; 60]]), AckPolicy::Written)
-            .await;
-        match &failed {
+    a_roll_that_fails(
+        TestHooks::fail_next_directory_fsync,
+        |mode, failed| match failed {
             Err(error @ StorageError::Io { .. }) => {
                 let message = error.to_string();
                 assert!(message.contains("fsync of directory"), "{message}");
@@ -112,15 +116,7 @@ async fn a_failed_directory_fsync_after_a_roll_poisons_the_partition() {
                 );
             }
             other => panic!("{mode:?}: expected an I/O error, got {other:?}"),
-        }
-        assert!(partition.stats().poisoned, "{mode:?}");
-        assert!(matches!(
-            partition
-                .append(records(&[[3u8; 1]]), AckPolicy::Written)
-                .await,
-            Err(StorageError::Poisoned { .. })
-        ));
-        assert_eq!(partition.high_watermark(), 1, "{mode:?}");
-        assert!(storage.close().is_err());
-    }
+        },
+    )
+    .await;
 }

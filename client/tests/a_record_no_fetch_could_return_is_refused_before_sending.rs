@@ -7,18 +7,14 @@
 mod support;
 
 use booblik_client::connection::MAX_FETCH_BYTES;
-use booblik_client::{Client, ClientError, ConsumerConfig, ProducerConfig, StartPosition};
+use booblik_client::{ClientError, ConsumerConfig, StartPosition};
 use booblik_protocol::{ApiKey, MAX_RECORD_PAYLOAD_BYTES};
-use support::{FakeBroker, test_config, within};
+use support::{FakeBroker, client_and_producer, within};
 
 #[tokio::test]
 async fn the_largest_fetchable_record_is_sent_and_read_back_and_one_byte_more_is_refused() {
     let broker = FakeBroker::start(&[("t", 1)]).await;
-    let client = Client::connect(broker.addr(), test_config()).await.unwrap();
-    let producer = client
-        .producer("t", ProducerConfig::default())
-        .await
-        .unwrap();
+    let (client, producer) = client_and_producer(&broker, "t").await;
 
     let error = producer
         .send_to(0, vec![b'x'; MAX_RECORD_PAYLOAD_BYTES + 1])

@@ -6,16 +6,12 @@ mod support;
 
 use booblik_client::{Client, ClientError, ErrorCode, ProducerConfig};
 use booblik_protocol::ApiKey;
-use support::{FakeBroker, test_config, within};
+use support::{FakeBroker, client_and_producer, test_config, within};
 
 #[tokio::test]
 async fn an_empty_record_is_refused_before_sending() {
     let broker = FakeBroker::start(&[("t", 1)]).await;
-    let client = Client::connect(broker.addr(), test_config()).await.unwrap();
-    let producer = client
-        .producer("t", ProducerConfig::default())
-        .await
-        .unwrap();
+    let (_client, producer) = client_and_producer(&broker, "t").await;
 
     let error = producer.send(None, Vec::new()).await.unwrap_err();
 
@@ -30,11 +26,7 @@ async fn an_empty_record_is_refused_before_sending() {
 #[tokio::test]
 async fn a_partition_the_topic_lacks_is_refused_before_sending() {
     let broker = FakeBroker::start(&[("t", 2)]).await;
-    let client = Client::connect(broker.addr(), test_config()).await.unwrap();
-    let producer = client
-        .producer("t", ProducerConfig::default())
-        .await
-        .unwrap();
+    let (_client, producer) = client_and_producer(&broker, "t").await;
 
     let error = producer.send_to(5, "x").await.unwrap_err();
 
@@ -55,11 +47,7 @@ async fn a_partition_the_topic_lacks_is_refused_before_sending() {
 async fn a_record_too_large_for_the_broker_fails_its_delivery_with_record_too_large() {
     let broker = FakeBroker::start(&[("t", 1)]).await;
     broker.set_max_record_bytes(100);
-    let client = Client::connect(broker.addr(), test_config()).await.unwrap();
-    let producer = client
-        .producer("t", ProducerConfig::default())
-        .await
-        .unwrap();
+    let (_client, producer) = client_and_producer(&broker, "t").await;
 
     let delivery = producer.send_to(0, vec![b'x'; 200]).await.unwrap();
     let error = within("the delivery", delivery).await.unwrap_err();

@@ -10,8 +10,9 @@ use support::{FakeBroker, within};
 
 const REQUEST_TIMEOUT_MS: u64 = 300;
 
-#[tokio::test]
-async fn an_unanswered_request_times_out_and_fails_the_requests_behind_it() {
+/// A connection with [`REQUEST_TIMEOUT_MS`] to a broker that reads requests and answers none
+/// (kept alive by the caller).
+async fn connection_to_a_broker_that_never_answers() -> (FakeBroker, Connection) {
     let broker = FakeBroker::start(&[("t", 1)]).await;
     broker.never_answer();
     let config = ConnectionConfig {
@@ -19,6 +20,12 @@ async fn an_unanswered_request_times_out_and_fails_the_requests_behind_it() {
         ..ConnectionConfig::default()
     };
     let connection = Connection::connect(&broker.addr(), config).await.unwrap();
+    (broker, connection)
+}
+
+#[tokio::test]
+async fn an_unanswered_request_times_out_and_fails_the_requests_behind_it() {
+    let (_broker, connection) = connection_to_a_broker_that_never_answers().await;
     let topics = [TopicName::new("t").unwrap()];
 
     let first = connection.submit_metadata(&topics).await.unwrap();
@@ -51,13 +58,7 @@ async fn an_unanswered_request_times_out_and_fails_the_requests_behind_it() {
 /// not wait the minute: it reads the limit the request actually got.
 #[tokio::test(start_paused = true)]
 async fn a_long_poll_gets_no_more_than_the_brokers_clamp_on_top_of_the_request_timeout() {
-    let broker = FakeBroker::start(&[("t", 1)]).await;
-    broker.never_answer();
-    let config = ConnectionConfig {
-        request_timeout_ms: REQUEST_TIMEOUT_MS,
-        ..ConnectionConfig::default()
-    };
-    let connection = Connection::connect(&broker.addr(), config).await.unwrap();
+    let (_broker, connection) = connection_to_a_broker_that_never_answers().await;
     let request = FetchRequest {
         topic: TopicName::new("t").unwrap(),
         partition: 0,

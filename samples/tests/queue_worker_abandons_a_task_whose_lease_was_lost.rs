@@ -4,10 +4,10 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::{Claim, ClaimsRecord};
-use booblik_samples::queue::worker::{Worker, read_logs, submit_task, wall_clock_ms};
+use booblik_samples::queue::worker::{read_logs, wall_clock_ms};
 use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, append_claims_record, assert_lease_lost_without_done,
-    assert_no_done_by, quick_config, wait_until,
+    EmbeddedBroker, WorkingWorker, append_claims_record, assert_lease_lost_without_done,
+    assert_no_done_by, quick_config, start_working_on_one_task, wait_until,
 };
 use uuid::Uuid;
 
@@ -19,21 +19,19 @@ const WORK_MS: u64 = 60_000;
 async fn a_void_extend_stops_the_work_without_a_done() {
     let broker = EmbeddedBroker::start().await;
     let submitter = broker.client().await;
-    let (task_id, _) = submit_task(&submitter, "tasks", b"contested".to_vec())
-        .await
-        .unwrap();
-    let mut worker = Worker::start(broker.client().await, quick_config(LEASE_MS, WORK_MS))
-        .await
-        .unwrap();
-    let worker_id = worker.worker_id();
-    let mut events = worker.events().unwrap();
-    let running = RunningWorker::spawn(worker);
-    wait_until("the worker is working", || async {
-        running.worker.current_task().is_some()
-    })
+    let WorkingWorker {
+        running,
+        worker_id,
+        mut events,
+        task_id,
+        token,
+    } = start_working_on_one_task(
+        &submitter,
+        broker.client().await,
+        quick_config(LEASE_MS, WORK_MS),
+        b"contested",
+    )
     .await;
-    let (working_on, token) = running.worker.current_task().unwrap();
-    assert_eq!(working_on, task_id);
 
     // A writer whose clock runs far ahead: by its timestamp the lease has lapsed, so its claim
     // wins and the worker's token is no longer current.

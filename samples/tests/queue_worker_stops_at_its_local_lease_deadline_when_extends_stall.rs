@@ -4,10 +4,10 @@
 
 mod queue_worker_support;
 
-use booblik_samples::queue::worker::{Worker, read_logs, submit_task};
+use booblik_samples::queue::worker::read_logs;
 use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, WatchingProxy, assert_lease_lost_without_done,
-    assert_no_done_by, quick_config, wait_until,
+    EmbeddedBroker, WatchingProxy, WorkingWorker, assert_lease_lost_without_done,
+    assert_no_done_by, quick_config, start_working_on_one_task, wait_until,
 };
 
 const LEASE_MS: u64 = 900;
@@ -19,21 +19,19 @@ async fn a_worker_whose_extends_stall_gives_the_lease_up_by_its_own_clock() {
     let broker = EmbeddedBroker::start().await;
     let proxy = WatchingProxy::start(broker.addr()).await;
     let submitter = broker.client().await;
-    let (task_id, _) = submit_task(&submitter, "tasks", b"stalled".to_vec())
-        .await
-        .unwrap();
-    let mut worker = Worker::start(proxy.client().await, quick_config(LEASE_MS, WORK_MS))
-        .await
-        .unwrap();
-    let worker_id = worker.worker_id();
-    let mut events = worker.events().unwrap();
-    let running = RunningWorker::spawn(worker);
-    wait_until("the worker is working", || async {
-        running.worker.current_task().is_some()
-    })
+    let WorkingWorker {
+        running,
+        worker_id,
+        mut events,
+        task_id,
+        token,
+    } = start_working_on_one_task(
+        &submitter,
+        proxy.client().await,
+        quick_config(LEASE_MS, WORK_MS),
+        b"stalled",
+    )
     .await;
-    let (working_on, token) = running.worker.current_task().unwrap();
-    assert_eq!(working_on, task_id);
 
     proxy.stall_produces();
     wait_until("the worker has stopped working", || async {

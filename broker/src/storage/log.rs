@@ -351,6 +351,19 @@ mod tests {
         found
     }
 
+    /// The error of a batch that stopped after its first record was written: a failure that
+    /// poisons, never a refusal (the record is in the log).
+    fn assert_fails_after_one_record(error: &StorageError, mode: WriteMode) {
+        assert!(
+            matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
+            "{mode:?}: {error}"
+        );
+        assert!(
+            error.to_string().contains("after 1 records of the batch"),
+            "{mode:?}: {error}"
+        );
+    }
+
     #[test]
     fn a_full_disk_refuses_a_batch_whole_and_the_next_append_lands_after_the_last_record() {
         for mode in MODES {
@@ -434,15 +447,7 @@ mod tests {
             test_disk::set_free_bytes(Some(free));
             let failed = log.append(&batch(2..6));
             test_disk::set_free_bytes(None);
-            let error = failed.unwrap_err();
-            assert!(
-                matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
-                "{mode:?}: {error}"
-            );
-            assert!(
-                error.to_string().contains("after 1 records of the batch"),
-                "{mode:?}: {error}"
-            );
+            assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
     }
 
@@ -512,23 +517,14 @@ mod tests {
             test_disk::set_refuse_new_files(true);
             let failed = log.append(&batch(2..6));
             test_disk::set_refuse_new_files(false);
-            let error = failed.unwrap_err();
-            assert!(
-                matches!(error, StorageError::Io { .. }) && !error.is_refusal(),
-                "{mode:?}: {error}"
-            );
-            assert!(
-                error.to_string().contains("after 1 records of the batch"),
-                "{mode:?}: {error}"
-            );
+            assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
     }
 
     #[test]
     fn finding_a_record_whose_walk_is_not_cached_is_left_to_a_thread_that_may_wait() {
-        use rustix::fs::Advice;
-
         use crate::storage::log_view::LogPosition;
+        use crate::storage::segment::evict_from_page_cache;
 
         let dir = tempfile::tempdir().unwrap();
         let mut log = open(dir.path(), WriteMode::File);
@@ -536,9 +532,7 @@ mod tests {
         log.sync().unwrap();
         let view = log.view();
         let segment = Arc::clone(&view.snapshot()[0]);
-        // Synced pages are clean, so DONTNEED drops them; no readahead on this descriptor.
-        rustix::fs::fadvise(segment.file(), 0, None, Advice::Random).unwrap();
-        rustix::fs::fadvise(segment.file(), 0, None, Advice::DontNeed).unwrap();
+        evict_from_page_cache(segment.file());
         let record_bytes = (PAYLOAD_BYTES + 8) as u64;
 
         // Offset 1 is found by walking from the index entry at offset 0: bytes not cached.

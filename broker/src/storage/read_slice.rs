@@ -6,12 +6,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::error::StorageError;
-use super::segment::{CacheMiss, Segment, read_cached_at};
+use super::segment::Segment;
 
 /// [`ReadSlice::is_cached`] reads one byte every this many bytes of the slice (and its last
 /// byte): at most 17 probes for the largest FETCH (8 MiB), one or two for the small FETCHes of a
 /// follower. A page evicted between two probes goes unnoticed; see [`ReadSlice::is_cached`].
 pub const CACHE_PROBE_STRIDE_BYTES: u64 = 512 * 1024;
+
+/// The smallest page size on Linux: two bytes in the same 4 KiB page are in the same page of
+/// the page cache, whatever its page size, so one probe answers for both.
+const PROBE_PAGE_BYTES: u64 = 4096;
 
 /// `len` bytes of one segment file from `position`: whole records from the fetch offset, possibly
 /// ending in the middle of one, never crossing into the next segment.
@@ -82,13 +86,8 @@ impl ReadSlice {
     /// buffer its session reuses. `buf` only grows, and only the growth is zero-filled, so a
     /// session that keeps fetching pays neither an allocation nor a memset per FETCH.
     pub fn read_into<'b>(&self, buf: &'b mut Vec<u8>) -> Result<&'b [u8], StorageError> {
-        let len = self.len as usize;
-        if buf.len() < len {
-            buf.resize(len, 0);
-        }
-        let bytes = &mut buf[..len];
-        self.segment.read_exact_at(bytes, self.position)?;
-        Ok(bytes)
+        self.read_rest_into(buf, 0)?;
+        Ok(&buf[..self.len as usize])
     }
 
     /// Reads into `buf` as much of the slice, from its start, as the page cache holds, without
@@ -100,35 +99,18 @@ impl ReadSlice {
     /// Why: the heap FETCH copies the bytes on a runtime thread, which must not sleep on a disk
     /// read while other sessions wait for that thread. A cached read is a memory copy.
     pub fn read_cached_into(&self, buf: &mut Vec<u8>) -> Result<Option<usize>, StorageError> {
-        let len = self.len as usize;
-        if buf.len() < len {
-            buf.resize(len, 0);
-        }
-        let mut done = 0;
-        while done < len {
-            let position = self.position + done as u64;
-            match read_cached_at(self.file(), &mut buf[done..len], position) {
-                Ok(0) => return Err(self.ended_early(position)),
-                Ok(n) => done += n,
-                Err(CacheMiss::NotCached) => break,
-                Err(CacheMiss::CannotTell) => return Ok(None),
-                Err(CacheMiss::Io(error)) => return Err(self.read_error(position, error)),
-            }
-        }
-        Ok(Some(done))
+        let bytes = self.sized(buf);
+        self.segment.read_cached_at(bytes, self.position)
     }
 
     /// Reads bytes `from..len` of the slice into `buf[from..len]` (`pread`, waiting for the
     /// disk if it must): the rest after [`ReadSlice::read_cached_into`]. Blocks; a server calls
     /// it off its runtime threads.
     pub fn read_rest_into(&self, buf: &mut Vec<u8>, from: usize) -> Result<(), StorageError> {
-        let len = self.len as usize;
-        if buf.len() < len {
-            buf.resize(len, 0);
-        }
-        if from < len {
+        let bytes = self.sized(buf);
+        if from < bytes.len() {
             self.segment
-                .read_exact_at(&mut buf[from..len], self.position + from as u64)?;
+                .read_exact_at(&mut bytes[from..], self.position + from as u64)?;
         }
         Ok(())
     }
@@ -145,41 +127,34 @@ impl ReadSlice {
         if len == 0 {
             return Ok(Some(true));
         }
-        let probes = (0..len)
+        let last = self.position + len - 1;
+        let last_strided =
+            self.position + (len - 1) / CACHE_PROBE_STRIDE_BYTES * CACHE_PROBE_STRIDE_BYTES;
+        // The last byte needs a probe of its own only outside the page of the probe before it
+        // (a follower's small FETCH: one system call, not two).
+        let last_probe =
+            (last / PROBE_PAGE_BYTES != last_strided / PROBE_PAGE_BYTES).then_some(last);
+        let probes = (self.position..=last)
             .step_by(CACHE_PROBE_STRIDE_BYTES as usize)
-            .chain(std::iter::once(len - 1));
+            .chain(last_probe);
         let mut byte = [0u8; 1];
-        for at in probes {
-            let position = self.position + at;
-            match read_cached_at(self.file(), &mut byte, position) {
-                Ok(0) => return Err(self.ended_early(position)),
-                Ok(_) => {}
-                Err(CacheMiss::NotCached) => return Ok(Some(false)),
-                Err(CacheMiss::CannotTell) => return Ok(None),
-                Err(CacheMiss::Io(error)) => return Err(self.read_error(position, error)),
+        for position in probes {
+            match self.segment.read_cached_at(&mut byte, position)? {
+                Some(1) => {}
+                Some(_) => return Ok(Some(false)),
+                None => return Ok(None),
             }
         }
         Ok(Some(true))
     }
 
-    fn ended_early(&self, position: u64) -> StorageError {
-        self.read_error(
-            position,
-            std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the segment file ends before the slice",
-            ),
-        )
-    }
-
-    fn read_error(&self, position: u64, error: std::io::Error) -> StorageError {
-        StorageError::io(
-            format!(
-                "reading {} at byte {position}",
-                self.segment.path().display()
-            ),
-            error,
-        )
+    /// `buf`'s first `len` bytes, growing it (zero-filled) if it is shorter.
+    fn sized<'b>(&self, buf: &'b mut Vec<u8>) -> &'b mut [u8] {
+        let len = self.len as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        &mut buf[..len]
     }
 
     /// A heap copy of exactly the slice's bytes (`pread`), for tests.
@@ -194,11 +169,9 @@ impl ReadSlice {
 mod tests {
     use std::io::Write;
 
-    use rustix::fs::Advice;
-
     use super::*;
     use crate::storage::index::SparseIndex;
-    use crate::storage::segment::SegmentEnd;
+    use crate::storage::segment::{SegmentEnd, evict_from_page_cache};
 
     const FILE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -215,16 +188,8 @@ mod tests {
             .unwrap();
         file.write_all(&bytes).unwrap();
         file.sync_all().unwrap();
-        // No readahead on this descriptor (the slice reads through it): a miss must not bring
-        // in the rest of the file behind the test's back.
-        rustix::fs::fadvise(&file, 0, None, Advice::Random).unwrap();
-        rustix::fs::fadvise(&file, 0, None, Advice::DontNeed).unwrap();
-        assert_eq!(
-            read_cached_at(&file, &mut [0u8; 1], FILE_BYTES as u64 - 1).ok(),
-            None,
-            "these tests need a filesystem that drops clean pages on POSIX_FADV_DONTNEED and \
-             reads with RWF_NOWAIT (ext4, XFS, btrfs; not tmpfs): is TMPDIR on one?"
-        );
+        // The slice reads through this descriptor.
+        evict_from_page_cache(&file);
         let segment = Segment::new(
             0,
             0,
@@ -232,6 +197,14 @@ mod tests {
             file,
             SegmentEnd::default(),
             SparseIndex::new(4096),
+        );
+        assert_eq!(
+            segment
+                .read_cached_at(&mut [0u8; 1], FILE_BYTES as u64 - 1)
+                .unwrap(),
+            Some(0),
+            "these tests need a filesystem that drops clean pages on POSIX_FADV_DONTNEED and \
+             reads with RWF_NOWAIT (ext4, XFS, btrfs; not tmpfs): is TMPDIR on one?"
         );
         let slice = ReadSlice::new(Arc::new(segment), 0, FILE_BYTES as u32, 0);
         (slice, bytes)
@@ -276,5 +249,19 @@ mod tests {
             buf == bytes,
             "cached prefix and blocking rest make the file"
         );
+    }
+
+    #[test]
+    fn the_probe_of_a_slice_reaches_its_last_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let (whole, _) = uncached_slice(dir.path());
+        // Only the first page is cached (no readahead on this descriptor).
+        whole.segment.read_exact_at(&mut [0u8; 4096], 0).unwrap();
+        let slice =
+            |position: u64, len: u32| ReadSlice::new(Arc::clone(&whole.segment), position, len, 0);
+        assert_eq!(slice(0, 100).is_cached().unwrap(), Some(true));
+        assert_eq!(slice(100, 3996).is_cached().unwrap(), Some(true));
+        assert_eq!(slice(100, 3997).is_cached().unwrap(), Some(false));
+        assert_eq!(slice(4096, 1).is_cached().unwrap(), Some(false));
     }
 }

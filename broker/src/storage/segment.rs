@@ -257,7 +257,7 @@ impl Segment {
                         .read_exact_at(&mut chunk[..want], position)
                         .context(|| format!("reading {}", self.path.display()))?,
                     DiskWait::Never => {
-                        if !self.read_exact_cached_at(&mut chunk[..want], position)? {
+                        if self.read_cached_at(&mut chunk[..want], position)? != Some(want) {
                             return Ok(None);
                         }
                     }
@@ -277,18 +277,25 @@ impl Segment {
         Ok(Some(position as u32))
     }
 
-    /// Fills `buf` from `position` only with bytes the page cache holds (`RWF_NOWAIT`); false
-    /// when it does not hold them all, or the filesystem cannot tell.
-    fn read_exact_cached_at(&self, buf: &mut [u8], position: u64) -> Result<bool, StorageError> {
+    /// Reads into `buf`, from `position`, as many bytes as the page cache holds without waiting
+    /// for the disk (`preadv2` with `RWF_NOWAIT`) and returns how many: `buf.len()`, or fewer
+    /// when the page after them is not cached. `None` when the filesystem cannot read without
+    /// waiting: it cannot tell.
+    pub(crate) fn read_cached_at(
+        &self,
+        buf: &mut [u8],
+        position: u64,
+    ) -> Result<Option<usize>, StorageError> {
         let mut done = 0;
         while done < buf.len() {
             let at = position + done as u64;
-            match read_cached_at(&self.file, &mut buf[done..], at) {
+            match read_without_waiting(&self.file, &mut buf[done..], at) {
                 Ok(0) => {
                     return Err(self.corrupt(at, "the file ends before its published end".into()));
                 }
                 Ok(n) => done += n,
-                Err(CacheMiss::NotCached | CacheMiss::CannotTell) => return Ok(false),
+                Err(CacheMiss::NotCached) => break,
+                Err(CacheMiss::CannotTell) => return Ok(None),
                 Err(CacheMiss::Io(error)) => {
                     return Err(StorageError::io(
                         format!("reading {} at byte {at}", self.path.display()),
@@ -297,7 +304,7 @@ impl Segment {
                 }
             }
         }
-        Ok(true)
+        Ok(Some(done))
     }
 
     /// Copies `buf.len()` bytes at `position` (a heap read: `ReadSlice::read_into` and `ReadSlice::to_bytes`).
@@ -354,8 +361,8 @@ enum DiskWait {
     Never,
 }
 
-/// Why [`read_cached_at`] read nothing.
-pub(crate) enum CacheMiss {
+/// Why [`read_without_waiting`] read nothing.
+enum CacheMiss {
     /// The page at the position is not in the page cache (`EAGAIN`; on some filesystems, such
     /// as XFS, also while a write holds the file's lock).
     NotCached,
@@ -369,11 +376,7 @@ pub(crate) enum CacheMiss {
 /// `preadv2(file, buf, position, RWF_NOWAIT)`: reads only what the page cache holds instead of
 /// waiting for the disk (a miss still starts readahead, whose submission can take a moment).
 /// Retried when a signal interrupts it.
-pub(crate) fn read_cached_at(
-    file: &File,
-    buf: &mut [u8],
-    position: u64,
-) -> Result<usize, CacheMiss> {
+fn read_without_waiting(file: &File, buf: &mut [u8], position: u64) -> Result<usize, CacheMiss> {
     use rustix::io::{Errno, ReadWriteFlags};
     loop {
         match rustix::io::preadv2(
@@ -388,6 +391,20 @@ pub(crate) fn read_cached_at(
             Err(Errno::OPNOTSUPP | Errno::NOSYS) => return Err(CacheMiss::CannotTell),
             Err(error) => return Err(CacheMiss::Io(error.into())),
         }
+    }
+}
+
+/// Tests: switches readahead off for `file` (a miss then reads only what it asked for) and drops
+/// its pages from the page cache, so a test decides which pages are cached. The pages must be
+/// clean (written and fsynced). `POSIX_FADV_DONTNEED` skips a page that is busy at that moment —
+/// seen while other writes flood the same disk — so it is issued a few times.
+#[cfg(test)]
+pub(crate) fn evict_from_page_cache(file: &File) {
+    use rustix::fs::{Advice, fadvise};
+    fadvise(file, 0, None, Advice::Random).expect("fadvise(RANDOM)");
+    for _ in 0..5 {
+        fadvise(file, 0, None, Advice::DontNeed).expect("fadvise(DONTNEED)");
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use booblik_client::ConnectionConfig;
+use booblik_client::{Client, ConnectionConfig, Producer, ProducerConfig};
 use booblik_protocol::{
     ApiKey, Decoded, ErrorCode, FetchResponse, LongPoll, MetadataResponse, PartitionMetadata,
     ProduceResponse, RequestBody, TopicMetadata, TopicName, decode_request_frame,
@@ -267,6 +267,16 @@ impl FakeBroker {
 fn partition_mut<'a>(inner: &'a mut Inner, topic: &str, partition: i32) -> &'a mut PartitionLog {
     let topic = TopicName::new(topic).unwrap();
     &mut inner.topics.get_mut(&topic).expect("no such topic")[partition as usize]
+}
+
+/// A client of `broker` (with [`test_config`]) and its producer for `topic`, default settings.
+pub async fn client_and_producer(broker: &FakeBroker, topic: &str) -> (Client, Producer) {
+    let client = Client::connect(broker.addr(), test_config()).await.unwrap();
+    let producer = client
+        .producer(topic, ProducerConfig::default())
+        .await
+        .unwrap();
+    (client, producer)
 }
 
 /// A client configuration with timeouts short enough for tests to fail quickly.

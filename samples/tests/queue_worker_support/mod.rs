@@ -12,7 +12,7 @@ use booblik_broker::{Broker, BrokerConfig, parse_topics};
 use booblik_client::{AckPolicy, Client, ConnectionConfig};
 use booblik_protocol::{Decoded, RecordSet, RequestBody, TopicName, decode_request_frame};
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerEvent, WorkerStats};
+use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerEvent, WorkerStats, submit_task};
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -257,6 +257,46 @@ async fn relay(
         }
     }
     answers.abort();
+}
+
+/// A worker that has claimed the one task submitted for it and is working on it.
+pub struct WorkingWorker {
+    pub running: RunningWorker,
+    pub worker_id: uuid::Uuid,
+    pub events: tokio::sync::mpsc::Receiver<WorkerEvent>,
+    pub task_id: uuid::Uuid,
+    /// The lease token it works under.
+    pub token: i64,
+}
+
+/// Submits one task (`payload`) through `submitter`, starts a worker on `worker_client` with
+/// `config`, and waits until the worker works on that task.
+pub async fn start_working_on_one_task(
+    submitter: &Client,
+    worker_client: Client,
+    config: WorkerConfig,
+    payload: &[u8],
+) -> WorkingWorker {
+    let (task_id, _) = submit_task(submitter, "tasks", payload.to_vec())
+        .await
+        .unwrap();
+    let mut worker = Worker::start(worker_client, config).await.unwrap();
+    let worker_id = worker.worker_id();
+    let events = worker.events().unwrap();
+    let running = RunningWorker::spawn(worker);
+    wait_until("the worker is working", || async {
+        running.worker.current_task().is_some()
+    })
+    .await;
+    let (working_on, token) = running.worker.current_task().unwrap();
+    assert_eq!(working_on, task_id);
+    WorkingWorker {
+        running,
+        worker_id,
+        events,
+        task_id,
+        token,
+    }
 }
 
 /// Drains `events` and checks that the worker reported losing `token` on `task_id` and appended
