@@ -6,7 +6,6 @@
 //! not exist, an offset out of range) are not wire errors: they belong to the broker and the
 //! client.
 
-use crate::frame::MAX_FRAME_BYTES;
 use crate::topic::TopicNameError;
 
 /// `int16 errorCode` of a response. The numbers are part of the protocol and never change.
@@ -78,12 +77,15 @@ impl std::fmt::Display for ErrorCode {
 /// What was wrong with a sequence of bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
-    /// The length prefix is ≤ 0 or above [`MAX_FRAME_BYTES`]. Framing is lost: the connection
-    /// must be closed without an answer.
-    #[error("frame length {len} is out of range 1..={max}", max = MAX_FRAME_BYTES)]
+    /// The length prefix is ≤ 0 or above the reader's limit (for requests
+    /// [`MAX_FRAME_BYTES`](crate::MAX_FRAME_BYTES)). Framing is lost: the connection must be
+    /// closed without an answer.
+    #[error("frame length {len} is out of range 1..={max}")]
     FrameLengthOutOfRange {
         /// The length as read.
         len: i32,
+        /// The limit it was checked against.
+        max: usize,
     },
     /// A whole frame is shorter than the header it must start with.
     #[error("frame of {len} bytes is shorter than the {need}-byte header")]

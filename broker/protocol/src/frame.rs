@@ -15,8 +15,19 @@
 //!
 //! All integers are big-endian. `len` must be in `1..=MAX_FRAME_BYTES`; anything else means the
 //! stream cannot be re-synchronised and the connection is closed without an answer.
+//!
+//! # Decoding without copies
+//!
+//! A reader keeps received bytes in a `BytesMut`. [`split_frame`] checks the length prefix and,
+//! once the whole frame is in, splits it off the front of that buffer as one `Bytes`: a new
+//! handle on the same allocation, not a copy. Every decoder of this crate then slices that
+//! `Bytes` (the records of a PRODUCE, the payload of a FETCH), so the bytes a peer sent are
+//! never copied between the socket read and their destination (the broker's segment, the
+//! consumer's `Record`). The slice-taking functions ([`check_frame`] and the `decode_*_frame`
+//! functions of [`crate::request`] and [`crate::response`]) are for callers that hold a borrowed
+//! slice (tests, fuzzers, tools); they copy a frame's record bytes once.
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{ErrorCode, WireError};
 
@@ -63,17 +74,24 @@ pub enum FrameStatus {
 }
 
 /// Looks at the length prefix at the start of `buf`. Checks the length against
-/// [`MAX_FRAME_BYTES`] as soon as the prefix is readable, so a reader can refuse a hostile length
+/// `max_frame_bytes` as soon as the prefix is readable, so a reader can refuse a hostile length
 /// before it allocates or waits for the body.
-pub fn check_frame(buf: &[u8]) -> Result<FrameStatus, WireError> {
+///
+/// A broker reads requests under [`MAX_FRAME_BYTES`]. A client may read answers under a larger
+/// limit, to stay interoperable with a broker that answers a FETCH of a full 8 MiB payload a few
+/// bytes over the frame limit (`booblik-client` does).
+pub fn check_frame(buf: &[u8], max_frame_bytes: usize) -> Result<FrameStatus, WireError> {
     let Some(prefix) = buf.first_chunk::<LEN_PREFIX_BYTES>() else {
         return Ok(FrameStatus::Incomplete {
             need: LEN_PREFIX_BYTES - buf.len(),
         });
     };
     let len = i32::from_be_bytes(*prefix);
-    if len <= 0 || len as usize > MAX_FRAME_BYTES {
-        return Err(WireError::FrameLengthOutOfRange { len });
+    if len <= 0 || len as usize > max_frame_bytes {
+        return Err(WireError::FrameLengthOutOfRange {
+            len,
+            max: max_frame_bytes,
+        });
     }
     let body_len = len as usize;
     let have = buf.len() - LEN_PREFIX_BYTES;
@@ -158,15 +176,36 @@ impl ResponseHeader {
     }
 }
 
-/// Splits a whole frame off the front of `buf`: `Ok(Complete { value: body, used })` where
+/// The whole frame at the front of `buf`, borrowed: `Ok(Complete { value: body, used })` where
 /// `body` is the frame without its length prefix.
-pub(crate) fn split_frame(buf: &[u8]) -> Result<Decoded<&[u8]>, WireError> {
-    match check_frame(buf)? {
+pub(crate) fn frame_slice(buf: &[u8], max_frame_bytes: usize) -> Result<Decoded<&[u8]>, WireError> {
+    match check_frame(buf, max_frame_bytes)? {
         FrameStatus::Incomplete { need } => Ok(Decoded::Incomplete { need }),
         FrameStatus::Complete { body_len } => Ok(Decoded::Complete {
             value: &buf[LEN_PREFIX_BYTES..LEN_PREFIX_BYTES + body_len],
             used: LEN_PREFIX_BYTES + body_len,
         }),
+    }
+}
+
+/// Splits the whole frame at the front of `buf` off it, without copying:
+/// `Ok(Complete { value: body, used })` where `body` is the frame after its length prefix (a
+/// `Bytes` sharing `buf`'s allocation) and `used` the bytes removed from `buf`, prefix included.
+/// `Incomplete { need }` leaves `buf` as it was; a reader may `reserve(need)` so that a large
+/// frame is read into one allocation. `Err` is a length outside `1..=max_frame_bytes`: close the
+/// connection.
+pub fn split_frame(
+    buf: &mut BytesMut,
+    max_frame_bytes: usize,
+) -> Result<Decoded<Bytes>, WireError> {
+    match check_frame(buf, max_frame_bytes)? {
+        FrameStatus::Incomplete { need } => Ok(Decoded::Incomplete { need }),
+        FrameStatus::Complete { body_len } => {
+            let used = LEN_PREFIX_BYTES + body_len;
+            let mut frame = buf.split_to(used).freeze();
+            let body = frame.split_off(LEN_PREFIX_BYTES);
+            Ok(Decoded::Complete { value: body, used })
+        }
     }
 }
 
@@ -176,9 +215,12 @@ mod tests {
 
     #[test]
     fn a_prefix_shorter_than_four_bytes_is_incomplete() {
-        assert_eq!(check_frame(&[]), Ok(FrameStatus::Incomplete { need: 4 }));
         assert_eq!(
-            check_frame(&[0, 0]),
+            check_frame(&[], MAX_FRAME_BYTES),
+            Ok(FrameStatus::Incomplete { need: 4 })
+        );
+        assert_eq!(
+            check_frame(&[0, 0], MAX_FRAME_BYTES),
             Ok(FrameStatus::Incomplete { need: 2 })
         );
     }
@@ -186,8 +228,14 @@ mod tests {
     #[test]
     fn lengths_zero_negative_and_over_the_limit_close_the_connection() {
         for len in [0i32, -1, i32::MIN, (MAX_FRAME_BYTES + 1) as i32] {
-            let err = check_frame(&len.to_be_bytes()).unwrap_err();
-            assert_eq!(err, WireError::FrameLengthOutOfRange { len });
+            let err = check_frame(&len.to_be_bytes(), MAX_FRAME_BYTES).unwrap_err();
+            assert_eq!(
+                err,
+                WireError::FrameLengthOutOfRange {
+                    len,
+                    max: MAX_FRAME_BYTES
+                }
+            );
             assert!(err.closes_connection());
         }
     }
@@ -196,11 +244,48 @@ mod tests {
     fn the_maximum_length_is_accepted_before_the_body_arrives() {
         let prefix = (MAX_FRAME_BYTES as i32).to_be_bytes();
         assert_eq!(
-            check_frame(&prefix),
+            check_frame(&prefix, MAX_FRAME_BYTES),
             Ok(FrameStatus::Incomplete {
                 need: MAX_FRAME_BYTES
             })
         );
+    }
+
+    #[test]
+    fn the_limit_is_the_callers() {
+        let prefix = ((MAX_FRAME_BYTES + 18) as i32).to_be_bytes();
+        assert!(check_frame(&prefix, MAX_FRAME_BYTES).is_err());
+        assert_eq!(
+            check_frame(&prefix, MAX_FRAME_BYTES + 18),
+            Ok(FrameStatus::Incomplete {
+                need: MAX_FRAME_BYTES + 18
+            })
+        );
+    }
+
+    #[test]
+    fn a_split_frame_shares_the_buffers_allocation() {
+        let mut buf = BytesMut::new();
+        buf.put_i32(3);
+        buf.put_slice(b"abc");
+        buf.put_i32(1);
+        let start = buf.as_ptr() as usize;
+        let Decoded::Complete { value, used } = split_frame(&mut buf, MAX_FRAME_BYTES).unwrap()
+        else {
+            panic!("a whole frame")
+        };
+        assert_eq!((&value[..], used), (&b"abc"[..], 7));
+        assert_eq!(
+            value.as_ptr() as usize,
+            start + LEN_PREFIX_BYTES,
+            "the frame was copied"
+        );
+        assert_eq!(buf.len(), 4, "the next frame's prefix stays");
+        assert_eq!(
+            split_frame(&mut buf, MAX_FRAME_BYTES).unwrap(),
+            Decoded::Incomplete { need: 1 }
+        );
+        assert_eq!(buf.len(), 4, "an incomplete frame is left in place");
     }
 
     #[test]

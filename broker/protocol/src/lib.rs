@@ -20,8 +20,14 @@
 //!
 //! # Conventions
 //!
-//! * Encoders write into a caller's buffer (`impl BufMut`) and have an exact `encoded_len`.
-//! * Decoders take a byte slice and return the value and the number of bytes used.
+//! * Encoders write into a caller's buffer (`impl BufMut`) and have an exact `encoded_len`. A
+//!   PRODUCE can also be encoded *vectored* ([`Request::encode_vectored`]): everything up to its
+//!   records into the buffer, and the records as a `Bytes` to write after it, uncopied.
+//! * Decoders take the frame as `bytes::Bytes` ([`WireMessage::decode_bytes`],
+//!   [`split_request_frame`], [`split_response_frame`]) and return values whose byte fields —
+//!   PRODUCE's [`RecordSet`], FETCH's payload — are slices of it: decoding copies no record
+//!   bytes ([`frame`] explains the path). Slice-taking variants exist for callers that hold a
+//!   borrowed slice; they copy.
 //! * Only [`frame`] can say "incomplete": once a whole frame is in hand, a short body is an error
 //!   ([`WireError::UnexpectedEnd`]), because the length prefix promised those bytes.
 //! * A length read from the wire is checked against the bytes actually present (and against
@@ -39,7 +45,7 @@ mod wire;
 pub use error::{ErrorCode, WireError};
 pub use frame::{
     Decoded, FrameStatus, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, REQUEST_HEADER_BYTES,
-    RESPONSE_HEADER_BYTES, RequestHeader, ResponseHeader, check_frame,
+    RESPONSE_HEADER_BYTES, RequestHeader, ResponseHeader, check_frame, split_frame,
 };
 pub use partitioner::{fnv1a32, partition_for_key};
 pub use record::{
@@ -48,22 +54,33 @@ pub use record::{
 };
 pub use request::{
     AckPolicy, ApiKey, FetchRequest, LongPoll, MAX_FETCH_WAIT_MS, MetadataRequest, ProduceRequest,
-    Request, RequestBody, RequestError, decode_request_frame,
+    Request, RequestBody, RequestError, decode_request, decode_request_frame, split_request_frame,
 };
 pub use response::{
     FETCH_RESPONSE_HEADER_BYTES, FetchResponse, MAX_FETCH_PAYLOAD_BYTES, MetadataResponse,
     PartitionMetadata, ProduceResponse, ResponseFrame, TopicMetadata, decode_response_frame,
-    encode_error_response, encode_fetch_response_header, encode_response,
+    encode_error_response, encode_fetch_response_header, encode_response, split_response_frame,
 };
 pub use topic::{MAX_TOPIC_NAME_CHARS, TopicName, TopicNameError};
 
-/// A message body with a fixed binary layout: encodes into a caller's buffer, decodes from a
-/// slice returning the value and the bytes it used.
+/// A message body with a fixed binary layout: encodes into a caller's buffer, decodes returning
+/// the value and the bytes it used.
+///
+/// Each message implements one of the two decoders and gets the other: messages without byte
+/// fields decode from a slice, and [`WireMessage::decode_bytes`] just borrows; messages holding
+/// record bytes ([`ProduceRequest`], [`FetchResponse`]) decode from `Bytes` by slicing, and
+/// [`WireMessage::decode`] copies its slice into a `Bytes` first.
 pub trait WireMessage: Sized {
     /// Exact number of bytes [`WireMessage::encode`] writes.
     fn encoded_len(&self) -> usize;
     /// Appends the encoded message to `buf`.
     fn encode<B: bytes::BufMut>(&self, buf: &mut B);
-    /// Decodes one message from the start of `buf`, returning it and the bytes used.
+    /// Decodes one message from the start of a borrowed slice, returning it and the bytes used.
+    /// Record bytes in the result are a copy.
     fn decode(buf: &[u8]) -> Result<(Self, usize), WireError>;
+    /// Decodes one message from the start of `buf`, returning it and the bytes used. Record
+    /// bytes in the result are slices of `buf`, sharing its allocation.
+    fn decode_bytes(buf: &bytes::Bytes) -> Result<(Self, usize), WireError> {
+        Self::decode(buf)
+    }
 }

@@ -259,6 +259,13 @@ impl RecordSet {
         self.iter().map(<[u8]>::len).max().unwrap_or(0)
     }
 
+    /// The records as they travel in a PRODUCE: `{int32 size, bytes}×count`, without the count.
+    /// A clone of the handle, not a copy: what a vectored write sends after the request's head
+    /// ([`crate::Request::encode_vectored`]).
+    pub fn wire_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
     /// `int32 recordCount` + records.
     pub(crate) fn encoded_len(&self) -> usize {
         4 + self.bytes.len()
@@ -269,8 +276,9 @@ impl RecordSet {
         buf.put_slice(&self.bytes);
     }
 
-    /// Reads `int32 recordCount, {int32 size, bytes}×recordCount`.
-    pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
+    /// Reads `int32 recordCount, {int32 size, bytes}×recordCount` from `r`, a reader over all of
+    /// `source`; the set is a slice of `source`, not a copy.
+    pub(crate) fn decode(r: &mut Reader<'_>, source: &Bytes) -> Result<Self, WireError> {
         let count = r.i32()?;
         if count <= 0 {
             return Err(WireError::InvalidField {
@@ -279,7 +287,7 @@ impl RecordSet {
                 reason: "must be at least 1",
             });
         }
-        // Walk the sizes first (no allocation), then copy the region once.
+        // Walk the sizes (no allocation), then take the region as a slice of the frame.
         let start = r.position();
         for _ in 0..count {
             let size = r.i32()?;
@@ -292,8 +300,7 @@ impl RecordSet {
             }
             r.take(size as usize)?;
         }
-        let len = r.position() - start;
-        let bytes = Bytes::copy_from_slice(r.slice_back(len));
+        let bytes = source.slice(start..r.position());
         Ok(Self {
             count: count as usize,
             bytes,

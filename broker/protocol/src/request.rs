@@ -16,11 +16,14 @@
 //! here, so every broker built on this crate answers CORRUPT_REQUEST identically. Questions that
 //! need the broker's state (does the topic exist, is the offset in range) are left to it.
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::WireMessage;
 use crate::error::{ErrorCode, WireError};
-use crate::frame::{Decoded, LEN_PREFIX_BYTES, REQUEST_HEADER_BYTES, RequestHeader, split_frame};
+use crate::frame::{
+    Decoded, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, REQUEST_HEADER_BYTES, RequestHeader, frame_slice,
+    split_frame,
+};
 use crate::record::RecordSet;
 use crate::topic::TopicName;
 use crate::wire::{Reader, put_topic, topic_len};
@@ -120,7 +123,13 @@ impl WireMessage for ProduceRequest {
         self.records.encode(buf);
     }
 
+    /// Copies `buf` once, then decodes as [`WireMessage::decode_bytes`].
     fn decode(buf: &[u8]) -> Result<(Self, usize), WireError> {
+        Self::decode_bytes(&Bytes::copy_from_slice(buf))
+    }
+
+    /// The records are a slice of `buf`.
+    fn decode_bytes(buf: &Bytes) -> Result<(Self, usize), WireError> {
         let mut r = Reader::new(buf, "PRODUCE request");
         let topic = r.topic()?;
         let partition = r.i32()?;
@@ -130,7 +139,7 @@ impl WireMessage for ProduceRequest {
             value: i64::from(ack_raw),
             reason: "must be 0 (none), 1 (written) or 2 (forced)",
         })?;
-        let records = RecordSet::decode(&mut r)?;
+        let records = RecordSet::decode(&mut r, buf)?;
         let used = r.finish()?;
         Ok((
             Self {
@@ -369,6 +378,25 @@ impl Request {
             RequestBody::Metadata(b) => b.encode(buf),
         }
     }
+
+    /// Appends the frame up to a PRODUCE's record bytes and returns those bytes (a handle on the
+    /// [`RecordSet`]'s buffer, not a copy), to be written right after what was appended: a
+    /// vectored write sends a batch without copying it into a frame. Other requests are
+    /// appended whole and return `None`. The two parts together are exactly
+    /// [`Request::encode`]'s bytes.
+    pub fn encode_vectored<B: BufMut>(&self, buf: &mut B) -> Option<Bytes> {
+        let RequestBody::Produce(produce) = &self.body else {
+            self.encode(buf);
+            return None;
+        };
+        buf.put_i32((REQUEST_HEADER_BYTES + self.body_len()) as i32);
+        self.header().encode(buf);
+        put_topic(buf, &produce.topic);
+        buf.put_i32(produce.partition);
+        buf.put_i8(produce.ack as i8);
+        buf.put_i32(produce.records.count() as i32);
+        Some(produce.records.wire_bytes().clone())
+    }
 }
 
 /// A frame that was complete but could not be decoded into a request. The broker answers it with
@@ -391,32 +419,52 @@ impl RequestError {
     }
 }
 
-/// Decodes one request frame from the start of a stream buffer.
+/// Splits one request frame off the front of a stream buffer and decodes it, copying nothing:
+/// a PRODUCE's records are a slice of the frame, which shares `buf`'s allocation.
 ///
 /// * `Err(_)`: the length prefix is out of range; close the connection without answering.
-/// * `Ok(Decoded::Incomplete)`: read more bytes.
-/// * `Ok(Decoded::Complete { value: Err(e), used })`: answer `e` and continue after `used` bytes.
-/// * `Ok(Decoded::Complete { value: Ok(request), used })`: serve it.
+/// * `Ok(Decoded::Incomplete)`: read more bytes (`buf` is left as it was).
+/// * `Ok(Decoded::Complete { value: Err(e), used })`: answer `e`; the frame's `used` bytes were
+///   removed from `buf`, which now starts at the next frame.
+/// * `Ok(Decoded::Complete { value: Ok(request), used })`: serve it (`used` bytes removed).
 #[allow(clippy::type_complexity)]
-pub fn decode_request_frame(
-    buf: &[u8],
+pub fn split_request_frame(
+    buf: &mut BytesMut,
 ) -> Result<Decoded<Result<Request, RequestError>>, WireError> {
-    Ok(match split_frame(buf)? {
+    Ok(match split_frame(buf, MAX_FRAME_BYTES)? {
         Decoded::Incomplete { need } => Decoded::Incomplete { need },
         Decoded::Complete { value: body, used } => Decoded::Complete {
-            value: decode_request_body(body),
+            value: decode_request(&body),
             used,
         },
     })
 }
 
-fn decode_request_body(frame: &[u8]) -> Result<Request, RequestError> {
+/// Decodes one request frame from the start of a borrowed buffer, leaving the buffer alone
+/// (the caller skips `used` bytes). The same decoding as [`split_request_frame`], for callers
+/// that hold a slice (tests, fuzzers, tools): the frame is copied once. Results as there.
+#[allow(clippy::type_complexity)]
+pub fn decode_request_frame(
+    buf: &[u8],
+) -> Result<Decoded<Result<Request, RequestError>>, WireError> {
+    Ok(match frame_slice(buf, MAX_FRAME_BYTES)? {
+        Decoded::Incomplete { need } => Decoded::Incomplete { need },
+        Decoded::Complete { value: body, used } => Decoded::Complete {
+            value: decode_request(&Bytes::copy_from_slice(body)),
+            used,
+        },
+    })
+}
+
+/// Decodes a whole request frame: `frame` is everything after the length prefix. A PRODUCE's
+/// records are a slice of `frame`.
+pub fn decode_request(frame: &Bytes) -> Result<Request, RequestError> {
     let (header, used) = RequestHeader::decode(frame).map_err(|error| RequestError {
         correlation_id: 0,
         api_key: None,
         error,
     })?;
-    let body = &frame[used..];
+    let body = frame.slice(used..);
     let fail = |api_key, error| RequestError {
         correlation_id: header.correlation_id,
         api_key,
@@ -428,17 +476,17 @@ fn decode_request_body(frame: &[u8]) -> Result<Request, RequestError> {
     };
     let body = match (header.api_key, header.api_version) {
         (1, 1) => RequestBody::Produce(
-            ProduceRequest::decode(body)
+            ProduceRequest::decode_bytes(&body)
                 .map_err(|e| fail(Some(ApiKey::Produce), e))?
                 .0,
         ),
         (2, v @ (1 | 2)) => RequestBody::Fetch(
-            FetchRequest::decode_version(body, v)
+            FetchRequest::decode_version(&body, v)
                 .map_err(|e| fail(Some(ApiKey::Fetch), e))?
                 .0,
         ),
         (3, 1) => RequestBody::Metadata(
-            MetadataRequest::decode(body)
+            MetadataRequest::decode(&body)
                 .map_err(|e| fail(Some(ApiKey::Metadata), e))?
                 .0,
         ),

@@ -17,12 +17,13 @@
 //! A broker serving FETCH with `sendfile(2)` writes [`encode_fetch_response_header`] and then the
 //! payload straight from the segment file; [`FetchResponse`] is the same bytes as one value.
 
-use bytes::{BufMut, Bytes};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::WireMessage;
 use crate::error::{ErrorCode, WireError};
 use crate::frame::{
-    Decoded, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, RESPONSE_HEADER_BYTES, ResponseHeader, split_frame,
+    Decoded, LEN_PREFIX_BYTES, MAX_FRAME_BYTES, RESPONSE_HEADER_BYTES, ResponseHeader, frame_slice,
+    split_frame,
 };
 use crate::topic::TopicName;
 use crate::wire::{Reader, put_topic, topic_len};
@@ -90,7 +91,13 @@ impl WireMessage for FetchResponse {
         buf.put_slice(&self.payload);
     }
 
+    /// Copies `buf` once, then decodes as [`WireMessage::decode_bytes`].
     fn decode(buf: &[u8]) -> Result<(Self, usize), WireError> {
+        Self::decode_bytes(&Bytes::copy_from_slice(buf))
+    }
+
+    /// The payload is a slice of `buf`.
+    fn decode_bytes(buf: &Bytes) -> Result<(Self, usize), WireError> {
         let mut r = Reader::new(buf, "FETCH response");
         let high_watermark = r.i64()?;
         let len = r.i32()?;
@@ -101,7 +108,9 @@ impl WireMessage for FetchResponse {
                 reason: "must not be negative",
             });
         }
-        let payload = Bytes::copy_from_slice(r.take(len as usize)?);
+        let start = r.position();
+        r.take(len as usize)?;
+        let payload = buf.slice(start..r.position());
         let used = r.finish()?;
         Ok((
             Self {
@@ -227,18 +236,46 @@ pub fn encode_fetch_response_header<B: BufMut>(
 }
 
 /// A whole response frame: its header and undecoded body. The body's layout depends on the
-/// request it answers, which only the caller knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponseFrame<'a> {
+/// request it answers, which only the caller knows. `B` is `Bytes` from
+/// [`split_response_frame`] (decode the body with [`WireMessage::decode_bytes`], copying
+/// nothing) and a borrowed slice from [`decode_response_frame`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseFrame<B = Bytes> {
     /// correlationId and errorCode.
     pub header: ResponseHeader,
     /// The bytes after the header; empty for an error response.
-    pub body: &'a [u8],
+    pub body: B,
 }
 
-/// Decodes one response frame from the start of a stream buffer.
-pub fn decode_response_frame(buf: &[u8]) -> Result<Decoded<ResponseFrame<'_>>, WireError> {
-    match split_frame(buf)? {
+/// Splits one response frame off the front of a stream buffer, copying nothing: the body is a
+/// `Bytes` sharing `buf`'s allocation. `max_frame_bytes` is the reader's limit on `len`
+/// ([`MAX_FRAME_BYTES`] by the protocol; a client may accept more, see [`crate::check_frame`]).
+/// `Incomplete` leaves `buf` as it was; `Complete { used }` removed `used` bytes from it. `Err`
+/// is a length out of range or a frame shorter than the response header: the connection is
+/// lost.
+pub fn split_response_frame(
+    buf: &mut BytesMut,
+    max_frame_bytes: usize,
+) -> Result<Decoded<ResponseFrame>, WireError> {
+    match split_frame(buf, max_frame_bytes)? {
+        Decoded::Incomplete { need } => Ok(Decoded::Incomplete { need }),
+        Decoded::Complete { value: frame, used } => {
+            let (header, header_len) = ResponseHeader::decode(&frame)?;
+            Ok(Decoded::Complete {
+                value: ResponseFrame {
+                    header,
+                    body: frame.slice(header_len..),
+                },
+                used,
+            })
+        }
+    }
+}
+
+/// Decodes one response frame from the start of a borrowed buffer under [`MAX_FRAME_BYTES`],
+/// leaving the buffer alone (the caller skips `used` bytes); the body borrows from `buf`.
+pub fn decode_response_frame(buf: &[u8]) -> Result<Decoded<ResponseFrame<&[u8]>>, WireError> {
+    match frame_slice(buf, MAX_FRAME_BYTES)? {
         Decoded::Incomplete { need } => Ok(Decoded::Incomplete { need }),
         Decoded::Complete { value: frame, used } => {
             let (header, header_len) = ResponseHeader::decode(frame)?;

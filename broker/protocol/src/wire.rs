@@ -125,10 +125,3 @@ pub(crate) fn put_topic<B: BufMut>(buf: &mut B, topic: &TopicName) {
 pub(crate) fn topic_len(topic: &TopicName) -> usize {
     2 + topic.as_str().len()
 }
-
-impl<'a> Reader<'a> {
-    /// The `len` bytes just before the current position (already validated by reads).
-    pub(crate) fn slice_back(&self, len: usize) -> &'a [u8] {
-        &self.buf[self.pos - len..self.pos]
-    }
-}

@@ -33,7 +33,13 @@ fn out_of_range_request_lengths_close_the_connection() {
         let mut frame = prefix.clone();
         frame.extend(hex_bytes("0003 0001 0000002a 00000000"));
         let err = decode_request_frame(&frame).expect_err("framing is lost");
-        assert_eq!(err, WireError::FrameLengthOutOfRange { len });
+        assert_eq!(
+            err,
+            WireError::FrameLengthOutOfRange {
+                len,
+                max: MAX_FRAME_BYTES
+            }
+        );
         assert!(err.closes_connection(), "len {len}");
     }
 }
@@ -44,7 +50,13 @@ fn out_of_range_response_lengths_close_the_connection() {
         let mut frame = prefix.clone();
         frame.extend(hex_bytes("0000002a 0000"));
         let err = decode_response_frame(&frame).expect_err("framing is lost");
-        assert_eq!(err, WireError::FrameLengthOutOfRange { len });
+        assert_eq!(
+            err,
+            WireError::FrameLengthOutOfRange {
+                len,
+                max: MAX_FRAME_BYTES
+            }
+        );
         assert!(err.closes_connection(), "len {len}");
     }
 }
@@ -54,8 +66,11 @@ fn a_hostile_length_is_refused_before_its_body_arrives() {
     // Only the four prefix bytes: a reader must not wait for (or allocate) 2 GiB first.
     for (prefix, len) in out_of_range_prefixes() {
         assert_eq!(
-            check_frame(&prefix),
-            Err(WireError::FrameLengthOutOfRange { len })
+            check_frame(&prefix, MAX_FRAME_BYTES),
+            Err(WireError::FrameLengthOutOfRange {
+                len,
+                max: MAX_FRAME_BYTES
+            })
         );
         assert!(decode_request_frame(&prefix).is_err());
         assert!(decode_response_frame(&prefix).is_err());

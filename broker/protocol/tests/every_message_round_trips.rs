@@ -9,11 +9,12 @@
 mod strategies;
 
 use booblik_protocol::{
-    Decoded, ErrorCode, FetchRequest, FetchResponse, LEN_PREFIX_BYTES, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, RESPONSE_HEADER_BYTES, ResponseHeader,
-    WireMessage, decode_request_frame, decode_response_frame, encode_error_response,
-    encode_response,
+    Decoded, ErrorCode, FetchRequest, FetchResponse, LEN_PREFIX_BYTES, MAX_FRAME_BYTES,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RESPONSE_HEADER_BYTES,
+    ResponseHeader, WireMessage, decode_request_frame, decode_response_frame,
+    encode_error_response, encode_response, split_request_frame, split_response_frame,
 };
+use bytes::{BufMut, BytesMut};
 use proptest::prelude::*;
 
 /// Cases per property: enough to cover every variant many times, small enough for seconds.
@@ -57,6 +58,17 @@ where
     let (decoded, body_used) = M::decode(value.body).expect("a valid body decodes");
     assert_eq!(&decoded, message);
     assert_eq!(body_used, value.body.len());
+
+    // The zero-copy path decodes the same frame to the same value.
+    let mut buf = BytesMut::from(&frame[..]);
+    let Ok(Decoded::Complete { value, used }) = split_response_frame(&mut buf, MAX_FRAME_BYTES)
+    else {
+        panic!("a whole response frame splits off");
+    };
+    assert_eq!((used, buf.len()), (frame.len(), 0));
+    let (decoded, body_used) = M::decode_bytes(&value.body).expect("a valid body decodes");
+    assert_eq!(&decoded, message);
+    assert_eq!(body_used, value.body.len());
 }
 
 proptest! {
@@ -68,7 +80,29 @@ proptest! {
         request.encode(&mut frame);
         prop_assert_eq!(frame.len(), request.encoded_len());
         let decoded = decode_request_frame(&frame);
-        prop_assert_eq!(decoded, Ok(Decoded::Complete { value: Ok(request), used: frame.len() }));
+        prop_assert_eq!(
+            decoded,
+            Ok(Decoded::Complete { value: Ok(request.clone()), used: frame.len() })
+        );
+        // The zero-copy path, with the next frame's first bytes behind it.
+        let mut buf = BytesMut::from(&frame[..]);
+        buf.put_slice(&[0, 0]);
+        let split = split_request_frame(&mut buf);
+        prop_assert_eq!(split, Ok(Decoded::Complete { value: Ok(request), used: frame.len() }));
+        prop_assert_eq!(&buf[..], &[0u8, 0][..]);
+    }
+
+    #[test]
+    fn a_vectored_encoding_is_the_same_bytes(request in strategies::request()) {
+        let mut whole = Vec::new();
+        request.encode(&mut whole);
+        let mut head = Vec::new();
+        let tail = request.encode_vectored(&mut head);
+        if let Some(tail) = &tail {
+            head.extend_from_slice(tail);
+        }
+        prop_assert_eq!(tail.is_some(), request.api_key() == booblik_protocol::ApiKey::Produce);
+        prop_assert_eq!(head, whole);
     }
 
     #[test]

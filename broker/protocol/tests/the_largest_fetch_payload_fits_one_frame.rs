@@ -39,11 +39,12 @@ fn a_payload_of_8_mib_minus_18_bytes_is_one_legal_frame() {
 fn a_payload_one_byte_larger_loses_framing() {
     let mut header = Vec::new();
     encode_fetch_response_header(1, 0, MAX_FETCH_PAYLOAD_BYTES as u32 + 1, &mut header);
-    let err = check_frame(&header).expect_err("the frame is one byte too long");
+    let err = check_frame(&header, MAX_FRAME_BYTES).expect_err("the frame is one byte too long");
     assert_eq!(
         err,
         WireError::FrameLengthOutOfRange {
-            len: MAX_FRAME_BYTES as i32 + 1
+            len: MAX_FRAME_BYTES as i32 + 1,
+            max: MAX_FRAME_BYTES
         }
     );
     assert!(err.closes_connection());

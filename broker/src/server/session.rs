@@ -20,8 +20,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use booblik_protocol::{Decoded, WireError, decode_request_frame, encode_error_response};
-use bytes::{Buf, BytesMut};
+use booblik_protocol::{Decoded, WireError, encode_error_response, split_request_frame};
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -128,7 +128,7 @@ impl Session {
                 if *self.shutdown.borrow() {
                     return self.flush().await;
                 }
-                let decoded = match decode_request_frame(&self.inbuf) {
+                let decoded = match split_request_frame(&mut self.inbuf) {
                     Ok(decoded) => decoded,
                     Err(error) => {
                         // Answer what came before, then drop the connection unanswered.
@@ -139,7 +139,6 @@ impl Session {
                 match decoded {
                     Decoded::Incomplete { .. } => break,
                     Decoded::Complete { value, used } => {
-                        self.inbuf.advance(used);
                         frame_started = None;
                         metrics::counter!(m::BYTES_IN).increment(used as u64);
                         match value {
