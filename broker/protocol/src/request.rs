@@ -500,3 +500,32 @@ pub fn decode_request(frame: &Bytes) -> Result<Request, RequestError> {
         body,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vectored_produce_hands_out_the_record_sets_own_bytes() {
+        let records = RecordSet::from_payloads([b"abc".as_slice(), b"de"]).unwrap();
+        let request = Request {
+            correlation_id: 9,
+            body: RequestBody::Produce(ProduceRequest {
+                topic: TopicName::new("t").unwrap(),
+                partition: 0,
+                ack: AckPolicy::Written,
+                records: records.clone(),
+            }),
+        };
+        let mut head = Vec::new();
+        let tail = request
+            .encode_vectored(&mut head)
+            .expect("a PRODUCE has a tail");
+        assert_eq!(
+            tail.as_ptr(),
+            records.wire_bytes().as_ptr(),
+            "the records were copied"
+        );
+        assert_eq!(head.len() + tail.len(), request.encoded_len());
+    }
+}

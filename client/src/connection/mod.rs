@@ -322,13 +322,20 @@ impl Connection {
                 max: MAX_FRAME_BYTES,
             });
         }
-        let mut frame = BytesMut::with_capacity(frame_len);
-        whole.encode(&mut frame);
+        // A PRODUCE's records are not copied into the frame: the writer sends them after the
+        // head with one vectored write, straight from the batch's buffer.
+        let records_len = match &whole.body {
+            RequestBody::Produce(produce) => produce.records.wire_bytes().len(),
+            _ => 0,
+        };
+        let mut frame = BytesMut::with_capacity(frame_len - records_len);
+        let records = whole.encode_vectored(&mut frame);
         let (reply, receiver) = oneshot::channel();
         let submission = Submission {
             correlation_id,
             api,
             frame: frame.freeze(),
+            records,
             expects_response,
             reply,
         };

@@ -2,28 +2,28 @@
 //!
 //! # The frame limit
 //!
-//! `booblik_protocol::decode_response_frame` refuses any frame longer than `MAX_FRAME_BYTES`
-//! (8 MiB), the limit the *broker* applies to requests. A FETCH answer, however, is a header
-//! plus up to `maxBytes` of payload, so a FETCH with `maxBytes` = 8 MiB is answered with a frame
-//! 18 bytes over that limit. This reader therefore does its own length check with
-//! [`MAX_RESPONSE_FRAME_BYTES`] = `MAX_FRAME_BYTES` + the FETCH response header, and the
-//! connection lowers any `maxBytes` above `MAX_FRAME_BYTES` to it, so every answer to a request
-//! this client sends fits. The header itself is decoded with
-//! `booblik_protocol::ResponseHeader::decode`, so the two sides still share one codec.
+//! Frames are split with `booblik_protocol::split_response_frame`, the codec the broker's tests
+//! and tools use too, under [`MAX_RESPONSE_FRAME_BYTES`] rather than the protocol's
+//! `MAX_FRAME_BYTES` (8 MiB, the limit a *broker* applies to requests). A FETCH answer is a
+//! header plus up to `maxBytes` of payload, so a broker that answers a FETCH of a full 8 MiB
+//! payload sends a frame 18 bytes over that limit; this reader accepts it, so it stays
+//! interoperable with such a broker. (Our requests never ask for more than
+//! `MAX_FETCH_PAYLOAD_BYTES`, so a conforming broker's answers always fit the protocol's limit.)
 //!
 //! # Zero copy
 //!
 //! A complete frame is split off the read buffer as one `Bytes`; the body handed to the caller
-//! is a slice of it, and so are the records a consumer later cuts out of a FETCH payload. The
-//! payload is copied once, from the socket into this buffer.
+//! is a slice of it, a FETCH payload is a slice of that (`FetchResponse::decode_bytes`), and so
+//! are the records a consumer later cuts out of it. The payload is copied once, by the kernel,
+//! from the socket into this buffer.
 
 use std::sync::Arc;
 
 use booblik_protocol::{
-    ErrorCode, FETCH_RESPONSE_HEADER_BYTES, LEN_PREFIX_BYTES, MAX_FRAME_BYTES,
-    RESPONSE_HEADER_BYTES, ResponseHeader,
+    Decoded, ErrorCode, FETCH_RESPONSE_HEADER_BYTES, LEN_PREFIX_BYTES, MAX_FRAME_BYTES,
+    RESPONSE_HEADER_BYTES, WireError, split_response_frame,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 
@@ -97,30 +97,30 @@ async fn read_loop(
 }
 
 /// Splits one whole frame off the front of `buf`, or says more bytes are needed (reserving room
-/// for the whole frame once its length is known).
+/// for the whole frame once its length is known, so a large answer is read into one
+/// allocation).
 pub(crate) fn split_frame(buf: &mut BytesMut) -> Result<Option<RawResponse>, ClientError> {
-    let Some(prefix) = buf.first_chunk::<LEN_PREFIX_BYTES>() else {
-        return Ok(None);
-    };
-    let len = i32::from_be_bytes(*prefix);
-    if len < RESPONSE_HEADER_BYTES as i32 || len as usize > MAX_RESPONSE_FRAME_BYTES {
-        return Err(ClientError::ResponseFrameLength {
-            len,
-            min: RESPONSE_HEADER_BYTES,
+    match split_response_frame(buf, MAX_RESPONSE_FRAME_BYTES) {
+        Ok(Decoded::Complete { value, .. }) => Ok(Some(value)),
+        Ok(Decoded::Incomplete { need }) => {
+            buf.reserve(need);
+            Ok(None)
+        }
+        // Framing is lost either way: the length is impossible, or too short for a header.
+        Err(WireError::FrameLengthOutOfRange { len, max }) => {
+            Err(ClientError::ResponseFrameLength {
+                len,
+                min: RESPONSE_HEADER_BYTES,
+                max,
+            })
+        }
+        Err(WireError::ShortFrame { len, need }) => Err(ClientError::ResponseFrameLength {
+            len: len as i32,
+            min: need,
             max: MAX_RESPONSE_FRAME_BYTES,
-        });
+        }),
+        Err(other) => Err(other.into()),
     }
-    let total = LEN_PREFIX_BYTES + len as usize;
-    if buf.len() < total {
-        buf.reserve(total - buf.len());
-        return Ok(None);
-    }
-    let frame: Bytes = buf.split_to(total).freeze();
-    let (header, used) = ResponseHeader::decode(&frame[LEN_PREFIX_BYTES..])?;
-    Ok(Some(RawResponse {
-        header,
-        body: frame.slice(LEN_PREFIX_BYTES + used..),
-    }))
 }
 
 fn dispatch(shared: &Shared, response: RawResponse) -> Result<(), ClientError> {
@@ -160,6 +160,17 @@ mod tests {
     use bytes::BufMut;
 
     #[test]
+    fn a_frame_shorter_than_the_header_fails_the_connection() {
+        let mut buf = BytesMut::new();
+        buf.put_i32(5);
+        buf.put_bytes(0, 5);
+        assert!(matches!(
+            split_frame(&mut buf),
+            Err(ClientError::ResponseFrameLength { len: 5, min: 6, .. })
+        ));
+    }
+
+    #[test]
     fn a_fetch_answer_larger_than_max_frame_bytes_is_accepted() {
         let len = MAX_RESPONSE_FRAME_BYTES;
         let mut buf = BytesMut::new();
@@ -175,7 +186,7 @@ mod tests {
 
     #[test]
     fn lengths_outside_the_limit_fail_the_connection() {
-        for len in [0, 5, -1, MAX_RESPONSE_FRAME_BYTES as i32 + 1] {
+        for len in [0, -1, MAX_RESPONSE_FRAME_BYTES as i32 + 1] {
             let mut buf = BytesMut::new();
             buf.put_i32(len);
             assert!(matches!(

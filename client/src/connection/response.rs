@@ -11,8 +11,7 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 
 use booblik_protocol::{
-    ApiKey, ErrorCode, FetchResponse, MetadataResponse, ProduceResponse, ResponseHeader, WireError,
-    WireMessage,
+    ApiKey, ErrorCode, FetchResponse, MetadataResponse, ProduceResponse, ResponseFrame, WireMessage,
 };
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -23,11 +22,7 @@ use crate::connection::shared::Shared;
 use crate::error::ClientError;
 
 /// A response frame as read: its header and its undecoded body (a slice of the frame).
-#[derive(Debug)]
-pub(crate) struct RawResponse {
-    pub(crate) header: ResponseHeader,
-    pub(crate) body: Bytes,
-}
+pub(crate) type RawResponse = ResponseFrame<Bytes>;
 
 /// Turns what the reader delivered into the caller's type; `request` names the request for
 /// error messages.
@@ -143,63 +138,21 @@ pub(crate) fn decode_metadata(
     Ok(response)
 }
 
-/// FETCH: `int64 highWatermark, int32 payloadBytes, payload`, with the payload sliced out of
-/// the frame rather than copied (`FetchResponse::decode` copies, which is right for a codec
-/// that does not know where its bytes live, and wasteful here).
+/// FETCH: the payload is a slice of the frame (`FetchResponse::decode_bytes`), not a copy.
 pub(crate) fn decode_fetch(
     raw: Option<RawResponse>,
     request: &str,
 ) -> Result<FetchResponse, ClientError> {
-    const WHAT: &str = "FETCH response";
-    const FIXED_BYTES: usize = 8 + 4;
     let raw = raw.expect("FETCH always expects an answer");
     let body = success_body(raw, request)?;
-    let Some((fixed, _)) = body.split_first_chunk::<FIXED_BYTES>() else {
-        return Err(WireError::UnexpectedEnd {
-            what: WHAT,
-            offset: 0,
-            need: FIXED_BYTES,
-            have: body.len(),
-        }
-        .into());
-    };
-    let high_watermark = i64::from_be_bytes(fixed[..8].try_into().expect("8 bytes"));
-    let payload_len = i32::from_be_bytes(fixed[8..].try_into().expect("4 bytes"));
-    let Ok(payload_len) = usize::try_from(payload_len) else {
-        return Err(WireError::InvalidField {
-            field: "payloadBytes",
-            value: i64::from(payload_len),
-            reason: "must not be negative",
-        }
-        .into());
-    };
-    let have = body.len() - FIXED_BYTES;
-    if have < payload_len {
-        return Err(WireError::UnexpectedEnd {
-            what: WHAT,
-            offset: FIXED_BYTES,
-            need: payload_len,
-            have,
-        }
-        .into());
-    }
-    if have > payload_len {
-        return Err(WireError::TrailingBytes {
-            what: WHAT,
-            offset: FIXED_BYTES + payload_len,
-            trailing: have - payload_len,
-        }
-        .into());
-    }
-    Ok(FetchResponse {
-        high_watermark,
-        payload: body.slice(FIXED_BYTES..),
-    })
+    let (response, _) = FetchResponse::decode_bytes(&body)?;
+    Ok(response)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use booblik_protocol::{ResponseHeader, WireError};
     use bytes::{BufMut, BytesMut};
 
     fn raw(code: ErrorCode, body: &[u8]) -> RawResponse {
