@@ -7,16 +7,19 @@
 //! each [`Producer`] and each [`Consumer`] gets its own connection, and the shared one serves
 //! METADATA and low-level calls.
 //!
-//! A broken shared connection is replaced on the next [`Client::connection`] call. Requests
-//! that were pending on it are not retried: a PRODUCE may have been applied before the break.
+//! A broken shared connection is replaced on the next [`Client::connection`] call (a
+//! [`Redial`]: no lock is held while it connects). Requests that were pending on it are not
+//! retried: a PRODUCE may have been applied before the break.
+//!
+//! This module depends on the producer and consumer modules (it builds them), never the other
+//! way round: they are given a [`Topic`] and a [`Redial`] of their own.
 
 use std::fmt;
 use std::sync::Arc;
 
-use booblik_protocol::{ErrorCode, MetadataResponse, TopicName};
-use tokio::sync::Mutex;
+use booblik_protocol::{MetadataResponse, TopicName};
 
-use crate::connection::{Connection, ConnectionConfig};
+use crate::connection::{Connection, ConnectionConfig, Redial};
 use crate::consumer::{Consumer, ConsumerConfig, StartPosition};
 use crate::error::ClientError;
 use crate::producer::{Producer, ProducerConfig};
@@ -31,7 +34,7 @@ pub struct Client {
 struct Inner {
     addr: String,
     config: ConnectionConfig,
-    shared: Mutex<Connection>,
+    shared: Redial,
 }
 
 impl fmt::Debug for Client {
@@ -49,12 +52,12 @@ impl Client {
         config: ConnectionConfig,
     ) -> Result<Self, ClientError> {
         let addr = addr.into();
-        let connection = Connection::connect(&addr, config.clone()).await?;
+        let shared = Redial::connect(addr.clone(), config.clone()).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 addr,
                 config,
-                shared: Mutex::new(connection),
+                shared,
             }),
         })
     }
@@ -71,17 +74,18 @@ impl Client {
 
     /// The shared connection, reconnected first if it has closed.
     pub async fn connection(&self) -> Result<Connection, ClientError> {
-        let mut shared = self.inner.shared.lock().await;
-        if let Some(reason) = shared.close_reason() {
-            tracing::info!(addr = %self.inner.addr, %reason, "reconnecting the shared connection");
-            *shared = self.open_connection().await?;
-        }
-        Ok(shared.clone())
+        self.inner.shared.connection().await
     }
 
     /// A new connection of its own, for work that should not queue behind others.
     pub async fn open_connection(&self) -> Result<Connection, ClientError> {
         Connection::connect(&self.inner.addr, self.inner.config.clone()).await
+    }
+
+    /// A [`Redial`] of its own to this client's broker, with this client's configuration: a
+    /// dedicated connection that is reopened on demand when it broke. Opens nothing yet.
+    pub fn redial(&self) -> Redial {
+        Redial::new(self.inner.addr.clone(), self.inner.config.clone())
     }
 
     /// METADATA for `topics` (empty: every topic) on the shared connection.
@@ -92,20 +96,7 @@ impl Client {
     /// The partitions and offsets of one topic.
     pub async fn topic(&self, name: &str) -> Result<Topic, ClientError> {
         let name = TopicName::new(name)?;
-        let metadata = self.metadata(std::slice::from_ref(&name)).await?;
-        let unknown = || ClientError::Broker {
-            code: ErrorCode::UnknownTopicOrPartition,
-            request: format!("METADATA {name}"),
-        };
-        let entry = metadata
-            .topics
-            .into_iter()
-            .find(|t| t.name == name)
-            .ok_or_else(unknown)?;
-        if entry.partitions.is_empty() {
-            return Err(unknown());
-        }
-        Ok(Topic::from_metadata(entry))
+        Topic::fetch(&self.connection().await?, name).await
     }
 
     /// A batching producer for `topic`, on a connection of its own.
@@ -114,7 +105,11 @@ impl Client {
         topic: &str,
         config: ProducerConfig,
     ) -> Result<Producer, ClientError> {
-        Producer::start(self.clone(), topic, config).await
+        config.validate()?;
+        let topic = self.topic(topic).await?;
+        let redial = self.redial();
+        redial.connection().await?;
+        Ok(Producer::start(topic, redial, config))
     }
 
     /// A consumer of `topic`/`partition` starting at `start`, on a connection of its own.
@@ -125,6 +120,8 @@ impl Client {
         start: StartPosition,
         config: ConsumerConfig,
     ) -> Result<Consumer, ClientError> {
-        Consumer::start(self.clone(), topic, partition, start, config).await
+        config.validate()?;
+        let topic = self.topic(topic).await?;
+        Consumer::start(&topic, partition, start, config, self.redial()).await
     }
 }

@@ -11,6 +11,7 @@
 //! | [`Client`] | `client.rs` | entry point: broker address, shared connection, factories |
 //! | [`Connection`] | `connection/` | one pipelined TCP connection: writer task, FIFO matching of answers, timeouts |
 //! | [`ConnectionConfig`] | `connection/config.rs` | connect/request timeouts, queue depths, in-flight limit |
+//! | [`Redial`] | `connection/redial.rs` | a connection reopened on demand, no lock held across a connect |
 //! | [`Topic`], [`Partitioner`] | `topic.rs`, `partitioner.rs` | METADATA of a topic; FNV-1a for keys, round-robin without |
 //! | [`Producer`], [`ProducerConfig`], [`Delivery`] | `producer/` | per-partition batching, linger from the first record, backpressure |
 //! | [`Consumer`], [`Replay`], [`Follow`] | `consumer/` | a position in a partition; history to the high watermark; long-poll following |
@@ -91,7 +92,7 @@ mod topic;
 
 pub use booblik_protocol::{AckPolicy, ErrorCode, TopicName};
 pub use client::Client;
-pub use connection::{Connection, ConnectionConfig, ResponseFuture};
+pub use connection::{Connection, ConnectionConfig, Dialer, Redial, ResponseFuture};
 pub use consumer::{
     Batch, BatchSource, Consumer, ConsumerConfig, Follow, Record, Replay, StartPosition,
 };

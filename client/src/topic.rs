@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
-use booblik_protocol::{PartitionMetadata, TopicMetadata, TopicName};
+use booblik_protocol::{ErrorCode, PartitionMetadata, TopicMetadata, TopicName};
 
+use crate::connection::Connection;
+use crate::error::ClientError;
 use crate::partitioner::Partitioner;
 
 /// One topic as METADATA described it.
@@ -19,6 +21,28 @@ pub struct Topic {
 }
 
 impl Topic {
+    /// Asks `connection` for METADATA of `name`. A topic the broker does not know, or one it
+    /// lists without partitions, is `UNKNOWN_TOPIC_OR_PARTITION`.
+    pub(crate) async fn fetch(
+        connection: &Connection,
+        name: TopicName,
+    ) -> Result<Self, ClientError> {
+        let metadata = connection.metadata(std::slice::from_ref(&name)).await?;
+        let unknown = || ClientError::Broker {
+            code: ErrorCode::UnknownTopicOrPartition,
+            request: format!("METADATA {name}"),
+        };
+        let entry = metadata
+            .topics
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(unknown)?;
+        if entry.partitions.is_empty() {
+            return Err(unknown());
+        }
+        Ok(Self::from_metadata(entry))
+    }
+
     /// Builds the handle from a METADATA entry.
     ///
     /// # Panics

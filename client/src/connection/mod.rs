@@ -18,7 +18,7 @@
 //!   socket, and returns `Ok(None)`.
 //! * Any failure closes the connection for good (`shared`); pending requests fail with the
 //!   cause, later calls fail fast with [`ClientError::ConnectionClosed`]. Reconnecting is the
-//!   owner's decision (a [`Client`](crate::Client) does it on the next call).
+//!   owner's decision; owners that want it compose a [`Redial`].
 //!
 //! Submodules: [`config`] (limits), `correlation` (ids), `pending` (the FIFO), `shared` (the
 //! state all three parties share, and how a connection dies), `writer`, [`reader`] (framing,
@@ -28,6 +28,7 @@ pub mod config;
 mod correlation;
 pub(crate) mod pending;
 pub mod reader;
+mod redial;
 pub mod response;
 mod shared;
 pub(crate) mod writer;
@@ -49,6 +50,7 @@ use tokio::time::Instant;
 pub use booblik_protocol::FetchResponse;
 pub use config::ConnectionConfig;
 pub use reader::MAX_RESPONSE_FRAME_BYTES;
+pub use redial::{Dialer, Redial};
 pub use response::ResponseFuture;
 
 use crate::connection::correlation::CorrelationIds;
@@ -163,6 +165,11 @@ impl Connection {
     /// The limits this connection runs with.
     pub fn config(&self) -> &ConnectionConfig {
         &self.handle.config
+    }
+
+    /// True when both handles share one connection (clones of one another).
+    pub fn is_same(&self, other: &Connection) -> bool {
+        Arc::ptr_eq(&self.handle, &other.handle)
     }
 
     /// True once the connection has failed or been closed.

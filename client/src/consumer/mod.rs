@@ -30,16 +30,14 @@ pub use follow::Follow;
 pub use replay::Replay;
 pub use source::BatchSource;
 
-use crate::client::Client;
-use crate::connection::Connection;
+use crate::connection::{Connection, Redial};
 use crate::error::ClientError;
+use crate::topic::Topic;
 
 /// A position in one partition, with a connection of its own.
 pub struct Consumer {
-    client: Client,
-    connection: Option<Connection>,
-    /// Connections this consumer has opened (the first at start).
-    connections_opened: u64,
+    /// The consumer's own connection, reopened when it broke (a FETCH is safe to repeat).
+    redial: Redial,
     topic: TopicName,
     partition: i32,
     position: i64,
@@ -58,17 +56,16 @@ impl fmt::Debug for Consumer {
 }
 
 impl Consumer {
-    /// Resolves `start` with METADATA (which also checks the partition exists) and opens the
-    /// consumer's connection.
+    /// Resolves `start` with the METADATA in `handle` (which also shows the partition exists)
+    /// and opens the consumer's connection through `redial`. `config` was validated by the
+    /// caller.
     pub(crate) async fn start(
-        client: Client,
-        topic: &str,
+        handle: &Topic,
         partition: i32,
         start: StartPosition,
         config: ConsumerConfig,
+        redial: Redial,
     ) -> Result<Self, ClientError> {
-        config.validate()?;
-        let handle = client.topic(topic).await?;
         let Some(metadata) = handle.partition(partition) else {
             return Err(ClientError::UnknownPartition {
                 topic: handle.name().clone(),
@@ -86,11 +83,9 @@ impl Consumer {
             }
             StartPosition::At(offset) => offset,
         };
-        let connection = client.open_connection().await?;
+        redial.connection().await?;
         Ok(Self {
-            client,
-            connection: Some(connection),
-            connections_opened: 1,
+            redial,
             topic: handle.name().clone(),
             partition,
             position,
@@ -103,7 +98,7 @@ impl Consumer {
     /// may be talking to a *restarted* broker — to check that the log behind its position is
     /// still the one it read — watches this number grow.
     pub fn connections_opened(&self) -> u64 {
-        self.connections_opened
+        self.redial.connections_opened()
     }
 
     /// The topic.
@@ -172,15 +167,7 @@ impl Consumer {
     }
 
     /// The consumer's connection, reopened if it broke (FETCH is safe to repeat).
-    async fn connection(&mut self) -> Result<Connection, ClientError> {
-        if let Some(connection) = &self.connection
-            && !connection.is_closed()
-        {
-            return Ok(connection.clone());
-        }
-        let connection = self.client.open_connection().await?;
-        self.connection = Some(connection.clone());
-        self.connections_opened += 1;
-        Ok(connection)
+    async fn connection(&self) -> Result<Connection, ClientError> {
+        self.redial.connection().await
     }
 }

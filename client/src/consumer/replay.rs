@@ -8,6 +8,7 @@ use futures::Stream;
 
 use crate::consumer::{Batch, Consumer};
 use crate::error::ClientError;
+use crate::topic::Topic;
 
 /// Reads a partition from the consumer's position up to a fixed end.
 #[derive(Debug)]
@@ -18,7 +19,9 @@ pub struct Replay {
 
 impl Replay {
     pub(crate) async fn start(consumer: Consumer) -> Result<Self, ClientError> {
-        let topic = consumer.client.topic(consumer.topic.as_str()).await?;
+        // On the consumer's own connection: the replay needs nothing of the client.
+        let connection = consumer.connection().await?;
+        let topic = Topic::fetch(&connection, consumer.topic.clone()).await?;
         let end_offset = topic.high_watermark(consumer.partition).ok_or_else(|| {
             ClientError::UnknownPartition {
                 topic: consumer.topic.clone(),

@@ -47,7 +47,7 @@ use tokio::time::Instant;
 pub use config::{MAX_BATCH_BYTES, ProducerConfig};
 pub use delivery::{Delivery, DeliveryResult};
 
-use crate::client::Client;
+use crate::connection::Redial;
 use crate::error::ClientError;
 use crate::producer::task::{Command, ProducerTask, Shared};
 use crate::topic::Topic;
@@ -79,25 +79,14 @@ impl fmt::Debug for Producer {
 }
 
 impl Producer {
-    pub(crate) async fn start(
-        client: Client,
-        topic: &str,
-        config: ProducerConfig,
-    ) -> Result<Self, ClientError> {
-        config.validate()?;
-        let topic = client.topic(topic).await?;
-        let connection = client.open_connection().await?;
+    /// Starts the producer's task, which sends on `redial`'s connections. `config` was
+    /// validated by the caller.
+    pub(crate) fn start(topic: Topic, redial: Redial, config: ProducerConfig) -> Self {
         let (commands, queue) = mpsc::channel(config.command_queue_depth);
         let shared = Arc::new(Shared::new(&config));
-        let task = ProducerTask::new(
-            client,
-            topic.name().clone(),
-            connection,
-            Arc::clone(&shared),
-            &config,
-        );
+        let task = ProducerTask::new(topic.name().clone(), redial, Arc::clone(&shared), &config);
         tokio::spawn(task.run(queue));
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
                 shared,
                 topic,
@@ -105,7 +94,7 @@ impl Producer {
                 commands,
                 closed: AtomicBool::new(false),
             }),
-        })
+        }
     }
 
     /// The topic, as METADATA described it when the producer started.

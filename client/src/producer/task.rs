@@ -20,8 +20,7 @@ use booblik_protocol::{AckPolicy, TopicName};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::client::Client;
-use crate::connection::Connection;
+use crate::connection::Redial;
 use crate::error::ClientError;
 use crate::producer::accumulator::{Accumulator, ReadyBatch};
 use crate::producer::delivery::BatchOutcome;
@@ -65,10 +64,10 @@ pub(crate) enum Command {
 }
 
 pub(crate) struct ProducerTask {
-    client: Client,
     topic: TopicName,
     ack: AckPolicy,
-    connection: Option<Connection>,
+    /// The producer's own connection, reopened when it broke (failed batches are not retried).
+    redial: Redial,
     shared: Arc<Shared>,
     in_flight: Arc<Semaphore>,
     max_in_flight: u32,
@@ -76,17 +75,15 @@ pub(crate) struct ProducerTask {
 
 impl ProducerTask {
     pub(crate) fn new(
-        client: Client,
         topic: TopicName,
-        connection: Connection,
+        redial: Redial,
         shared: Arc<Shared>,
         config: &crate::producer::ProducerConfig,
     ) -> Self {
         Self {
-            client,
             topic,
             ack: config.ack,
-            connection: Some(connection),
+            redial,
             shared,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight_batches)),
             max_in_flight: config.max_in_flight_batches as u32,
@@ -148,17 +145,6 @@ impl ProducerTask {
             .expect("the in-flight semaphore is never closed");
     }
 
-    async fn connection(&mut self) -> Result<Connection, ClientError> {
-        if let Some(connection) = &self.connection
-            && !connection.is_closed()
-        {
-            return Ok(connection.clone());
-        }
-        let connection = self.client.open_connection().await?;
-        self.connection = Some(connection.clone());
-        Ok(connection)
-    }
-
     async fn send(&mut self, batch: ReadyBatch<BatchOutcome>) {
         let permit = Arc::clone(&self.in_flight)
             .acquire_owned()
@@ -170,7 +156,7 @@ impl ProducerTask {
             state: outcome,
         } = batch;
         let count = records.count();
-        let submitted = match self.connection().await {
+        let submitted = match self.redial.connection().await {
             Ok(connection) => {
                 connection
                     .submit_produce(&self.topic, partition, self.ack, records)
