@@ -282,8 +282,13 @@ impl QueueArgs {
 
 #[derive(Debug, Clone, Args)]
 struct ProduceArgs {
-    /// Payload sizes, bytes.
-    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1024])]
+    /// Payload bytes per record (one run per size).
+    #[arg(
+        long = "record-bytes",
+        visible_alias = "sizes",
+        value_delimiter = ',',
+        default_values_t = [100usize, 1024]
+    )]
     sizes: Vec<usize>,
     /// Ack policies.
     #[arg(long, value_delimiter = ',', default_values = ["none", "written", "forced"])]
@@ -303,6 +308,12 @@ struct ProduceArgs {
     /// Producer linger window, ms.
     #[arg(long, default_value_t = 5)]
     linger_ms: u64,
+    /// Records per PRODUCE on the `raw` path (default: as many as fill 1 MiB).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    records_per_batch: Option<u32>,
+    /// PRODUCE requests a `raw` producer keeps in flight on its connection.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    in_flight: u32,
 }
 
 impl ProduceArgs {
@@ -320,6 +331,8 @@ impl ProduceArgs {
                             linger_ms: self.linger_ms,
                             duration_ms: self.produce_duration_ms,
                             max_records_per_producer: self.produce_max_records,
+                            raw_records_per_batch: self.records_per_batch.map(|n| n as usize),
+                            raw_in_flight: self.in_flight as usize,
                         });
                     }
                 }

@@ -33,9 +33,8 @@ use crate::log_probe;
 
 /// Topic the produce workload writes to.
 pub const TOPIC: &str = "bench";
-/// Requests a `raw` producer keeps in flight.
-const RAW_IN_FLIGHT: usize = 8;
-/// Records-plus-size-fields per `raw` batch (the `producer` default batch is 1 MiB too).
+/// Records-plus-size-fields per `raw` batch unless a record count is given (the `producer`
+/// default batch is 1 MiB too).
 const RAW_BATCH_BYTES: usize = 1024 * 1024;
 /// Longest wait for `ack = none` records to appear in the log after the last write.
 const LANDING_LIMIT: Duration = Duration::from_mins(1);
@@ -69,6 +68,10 @@ pub struct ProduceConfig {
     pub duration_ms: u64,
     /// Upper bound on records per producer.
     pub max_records_per_producer: u64,
+    /// Records per PRODUCE on the `raw` path; `None` fills [`RAW_BATCH_BYTES`].
+    pub raw_records_per_batch: Option<usize>,
+    /// PRODUCE requests a `raw` producer keeps in flight.
+    pub raw_in_flight: usize,
 }
 
 /// What one produce run measured.
@@ -84,6 +87,10 @@ pub struct ProduceRun {
     pub client: ClientPath,
     /// Linger window of the `producer` path (ms).
     pub linger_ms: u64,
+    /// Records per PRODUCE of the `raw` path (`None` for the `producer` path).
+    pub records_per_batch: Option<usize>,
+    /// PRODUCE requests in flight per connection on the `raw` path (`None` for `producer`).
+    pub in_flight: Option<usize>,
     /// Records sent and found in the log.
     pub records: u64,
     /// Seconds from the first send to the last record settled (or landed, for `none`).
@@ -176,6 +183,9 @@ async fn measure(
         producers: config.producers,
         client: config.client,
         linger_ms: config.linger_ms,
+        records_per_batch: (config.client == ClientPath::Raw)
+            .then(|| raw_records_per_batch(&config)),
+        in_flight: (config.client == ClientPath::Raw).then_some(config.raw_in_flight),
         records: sent,
         seconds,
         records_per_s,
@@ -226,7 +236,14 @@ async fn produce_with_producer(
     Ok(sent)
 }
 
-/// The same pre-built batch again and again, `RAW_IN_FLIGHT` requests pipelined. Returns the
+/// Records per `raw` PRODUCE: as given, or as many as fill [`RAW_BATCH_BYTES`].
+fn raw_records_per_batch(config: &ProduceConfig) -> usize {
+    config
+        .raw_records_per_batch
+        .unwrap_or((RAW_BATCH_BYTES / (config.record_bytes + 4)).max(1))
+}
+
+/// The same pre-built batch again and again, `raw_in_flight` requests pipelined. Returns the
 /// number of records sent (all answered, or written for `ack = none`, when it returns).
 async fn produce_raw(
     client: Client,
@@ -236,13 +253,13 @@ async fn produce_raw(
     deadline: Instant,
 ) -> anyhow::Result<u64> {
     let topic = TopicName::new(TOPIC)?;
-    let per_batch = (RAW_BATCH_BYTES / (payload.len() + 4)).max(1);
+    let per_batch = raw_records_per_batch(&config);
     let batch = RecordSet::from_payloads(std::iter::repeat_n(&payload[..], per_batch))?;
     let connection = client.open_connection().await?;
-    let mut in_flight = std::collections::VecDeque::with_capacity(RAW_IN_FLIGHT);
+    let mut in_flight = std::collections::VecDeque::with_capacity(config.raw_in_flight);
     let mut sent = 0u64;
     while sent < config.max_records_per_producer && Instant::now() < deadline {
-        if in_flight.len() == RAW_IN_FLIGHT {
+        if in_flight.len() == config.raw_in_flight {
             let answer: booblik_client::ResponseFuture<_> =
                 in_flight.pop_front().expect("the queue is full");
             answer.wait().await?;
@@ -262,13 +279,13 @@ async fn produce_raw(
 /// The produce results as a markdown table.
 pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     let mut out = String::from(
-        "| client | record B | ack | producers | records | records/s | MB/s (payload) | wire MB/s | ÷ TCP baseline | CPU s |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| client | record B | ack | producers | batch × in flight | records | records/s | MB/s (payload) | wire MB/s | ÷ TCP baseline | CPU s |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for run in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.2} |",
             match run.client {
                 ClientPath::Producer => "producer",
                 ClientPath::Raw => "raw",
@@ -276,6 +293,10 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
             run.record_bytes,
             run.ack.name(),
             run.producers,
+            match (run.records_per_batch, run.in_flight) {
+                (Some(batch), Some(in_flight)) => format!("{batch} × {in_flight}"),
+                _ => "—".to_owned(),
+            },
             run.records,
             run.records_per_s,
             run.mb_s,
