@@ -311,29 +311,46 @@ struct ProduceArgs {
     /// Records per PRODUCE on the `raw` path (default: as many as fill 1 MiB).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     records_per_batch: Option<u32>,
-    /// PRODUCE requests a `raw` producer keeps in flight on its connection.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    in_flight: u32,
+    /// PRODUCE requests a `raw` producer keeps in flight on its connection (one `raw` run per
+    /// value; the `producer` path has its own limit, `max_in_flight_batches`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [8u32],
+        value_parser = clap::value_parser!(u32).range(1..=4096)
+    )]
+    in_flight: Vec<u32>,
+    /// Runs of every configuration, one after another (for medians and spreads).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeats: u32,
 }
 
 impl ProduceArgs {
     fn configs(&self) -> Vec<produce::ProduceConfig> {
         let mut configs = Vec::new();
         for &client in &self.produce_clients {
+            // The in-flight values are a `raw` setting: the `producer` path runs once.
+            let in_flights: &[u32] = match client {
+                produce::ClientPath::Raw => &self.in_flight,
+                produce::ClientPath::Producer => &self.in_flight[..1],
+            };
             for &record_bytes in &self.sizes {
                 for &ack in &self.acks {
                     for &producers in &self.producers {
-                        configs.push(produce::ProduceConfig {
-                            record_bytes,
-                            ack,
-                            producers,
-                            client,
-                            linger_ms: self.linger_ms,
-                            duration_ms: self.produce_duration_ms,
-                            max_records_per_producer: self.produce_max_records,
-                            raw_records_per_batch: self.records_per_batch.map(|n| n as usize),
-                            raw_in_flight: self.in_flight as usize,
-                        });
+                        for &in_flight in in_flights {
+                            let config = produce::ProduceConfig {
+                                record_bytes,
+                                ack,
+                                producers,
+                                client,
+                                linger_ms: self.linger_ms,
+                                duration_ms: self.produce_duration_ms,
+                                max_records_per_producer: self.produce_max_records,
+                                raw_records_per_batch: self.records_per_batch.map(|n| n as usize),
+                                raw_in_flight: in_flight as usize,
+                            };
+                            configs.extend(std::iter::repeat_n(config, self.repeats as usize));
+                        }
                     }
                 }
             }
