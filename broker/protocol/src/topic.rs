@@ -5,9 +5,9 @@ use std::fmt;
 /// Longest topic name, in characters (all allowed characters are ASCII, so also in bytes).
 pub const MAX_TOPIC_NAME_CHARS: usize = 249;
 
-/// A validated topic name.
+/// A validated topic name. Cheap to clone (a shared string): every request carries one.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicName(String);
+pub struct TopicName(std::sync::Arc<str>);
 
 /// Why a string is not a topic name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,7 +49,7 @@ impl TopicName {
         if name.len() > MAX_TOPIC_NAME_CHARS {
             return Err(TopicNameError::TooLong { len: name.len() });
         }
-        Ok(Self(name))
+        Ok(Self(name.into()))
     }
 
     /// The name.

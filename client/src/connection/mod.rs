@@ -54,7 +54,9 @@ pub use redial::{Dialer, Redial};
 pub use response::ResponseFuture;
 
 use crate::connection::correlation::CorrelationIds;
-use crate::connection::response::{Decoder, decode_fetch, decode_metadata, decode_produce};
+use crate::connection::response::{
+    Decoder, RequestLabel, decode_fetch, decode_metadata, decode_produce,
+};
 use crate::connection::shared::Shared;
 use crate::connection::writer::Submission;
 use crate::error::ClientError;
@@ -210,7 +212,10 @@ impl Connection {
         ack: AckPolicy,
         records: RecordSet,
     ) -> Result<ResponseFuture<Option<ProduceResponse>>, ClientError> {
-        let request = format!("PRODUCE {topic}/{partition}");
+        let request = RequestLabel::Produce {
+            topic: topic.clone(),
+            partition,
+        };
         let body = RequestBody::Produce(ProduceRequest {
             topic: topic.clone(),
             partition,
@@ -237,10 +242,11 @@ impl Connection {
             long_poll.min_bytes = long_poll.min_bytes.min(request.max_bytes);
             extra_wait_ms = long_poll_extension_ms(long_poll.max_wait_ms);
         }
-        let description = format!(
-            "FETCH {}/{} at offset {}",
-            request.topic, request.partition, request.fetch_offset
-        );
+        let description = RequestLabel::Fetch {
+            topic: request.topic.clone(),
+            partition: request.partition,
+            offset: request.fetch_offset,
+        };
         let decode: Decoder<FetchResponse> = decode_fetch;
         self.submit(
             RequestBody::Fetch(request),
@@ -257,12 +263,7 @@ impl Connection {
         &self,
         topics: &[TopicName],
     ) -> Result<ResponseFuture<MetadataResponse>, ClientError> {
-        let description = if topics.is_empty() {
-            "METADATA (all topics)".to_owned()
-        } else {
-            let names: Vec<&str> = topics.iter().map(TopicName::as_str).collect();
-            format!("METADATA {}", names.join(","))
-        };
+        let description = RequestLabel::Metadata(topics.to_vec());
         let body = RequestBody::Metadata(MetadataRequest {
             topics: topics.to_vec(),
         });
@@ -304,7 +305,7 @@ impl Connection {
         body: RequestBody,
         expects_response: bool,
         extra_wait_ms: u64,
-        request: String,
+        request: RequestLabel,
         decode: Decoder<T>,
     ) -> Result<ResponseFuture<T>, ClientError> {
         let handle = &*self.handle;

@@ -11,7 +11,8 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 
 use booblik_protocol::{
-    ApiKey, ErrorCode, FetchResponse, MetadataResponse, ProduceResponse, ResponseFrame, WireMessage,
+    ApiKey, ErrorCode, FetchResponse, MetadataResponse, ProduceResponse, ResponseFrame, TopicName,
+    WireMessage,
 };
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -26,7 +27,49 @@ pub(crate) type RawResponse = ResponseFrame<Bytes>;
 
 /// Turns what the reader delivered into the caller's type; `request` names the request for
 /// error messages.
-pub(crate) type Decoder<T> = fn(Option<RawResponse>, &str) -> Result<T, ClientError>;
+pub(crate) type Decoder<T> = fn(Option<RawResponse>, &RequestLabel) -> Result<T, ClientError>;
+
+/// What a request was, for error messages. Kept as fields and formatted only when a message is
+/// needed: formatting it for every request cost an allocation per request.
+#[derive(Debug, Clone)]
+pub(crate) enum RequestLabel {
+    /// `PRODUCE topic/partition`.
+    Produce { topic: TopicName, partition: i32 },
+    /// `FETCH topic/partition at offset N`.
+    Fetch {
+        topic: TopicName,
+        partition: i32,
+        offset: i64,
+    },
+    /// `METADATA a,b` or `METADATA (all topics)`.
+    Metadata(Vec<TopicName>),
+}
+
+impl fmt::Display for RequestLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestLabel::Produce { topic, partition } => write!(f, "PRODUCE {topic}/{partition}"),
+            RequestLabel::Fetch {
+                topic,
+                partition,
+                offset,
+            } => write!(f, "FETCH {topic}/{partition} at offset {offset}"),
+            RequestLabel::Metadata(topics) if topics.is_empty() => {
+                f.write_str("METADATA (all topics)")
+            }
+            RequestLabel::Metadata(topics) => {
+                f.write_str("METADATA ")?;
+                for (i, topic) in topics.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    f.write_str(topic.as_str())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
 
 /// The answer to a submitted request, still on its way.
 ///
@@ -41,14 +84,14 @@ pub struct ResponseFuture<T> {
     pub(crate) correlation_id: i32,
     pub(crate) api: ApiKey,
     pub(crate) shared: Arc<Shared>,
-    pub(crate) request: String,
+    pub(crate) request: RequestLabel,
     pub(crate) decode: Decoder<T>,
 }
 
 impl<T> fmt::Debug for ResponseFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
-            .field("request", &self.request)
+            .field("request", &format_args!("{}", self.request))
             .field("correlation_id", &self.correlation_id)
             .field("timeout_ms", &self.timeout_ms)
             .finish_non_exhaustive()
@@ -104,12 +147,12 @@ impl<T: Send + 'static> IntoFuture for ResponseFuture<T> {
 }
 
 /// The body of a successful answer, or the broker's refusal.
-fn success_body(raw: RawResponse, request: &str) -> Result<Bytes, ClientError> {
+fn success_body(raw: RawResponse, request: &RequestLabel) -> Result<Bytes, ClientError> {
     match raw.header.error_code {
         ErrorCode::None => Ok(raw.body),
         code => Err(ClientError::Broker {
             code,
-            request: request.to_owned(),
+            request: request.to_string(),
         }),
     }
 }
@@ -117,7 +160,7 @@ fn success_body(raw: RawResponse, request: &str) -> Result<Bytes, ClientError> {
 /// PRODUCE: `None` when no answer was expected (`ack = NONE`).
 pub(crate) fn decode_produce(
     raw: Option<RawResponse>,
-    request: &str,
+    request: &RequestLabel,
 ) -> Result<Option<ProduceResponse>, ClientError> {
     let Some(raw) = raw else {
         return Ok(None);
@@ -130,7 +173,7 @@ pub(crate) fn decode_produce(
 /// METADATA.
 pub(crate) fn decode_metadata(
     raw: Option<RawResponse>,
-    request: &str,
+    request: &RequestLabel,
 ) -> Result<MetadataResponse, ClientError> {
     let raw = raw.expect("METADATA always expects an answer");
     let body = success_body(raw, request)?;
@@ -141,7 +184,7 @@ pub(crate) fn decode_metadata(
 /// FETCH: the payload is a slice of the frame (`FetchResponse::decode_bytes`), not a copy.
 pub(crate) fn decode_fetch(
     raw: Option<RawResponse>,
-    request: &str,
+    request: &RequestLabel,
 ) -> Result<FetchResponse, ClientError> {
     let raw = raw.expect("FETCH always expects an answer");
     let body = success_body(raw, request)?;
@@ -154,6 +197,33 @@ mod tests {
     use super::*;
     use booblik_protocol::{ResponseHeader, WireError};
     use bytes::{BufMut, BytesMut};
+
+    fn fetch_label() -> RequestLabel {
+        RequestLabel::Fetch {
+            topic: TopicName::new("t").unwrap(),
+            partition: 0,
+            offset: 0,
+        }
+    }
+
+    fn produce_label() -> RequestLabel {
+        RequestLabel::Produce {
+            topic: TopicName::new("t").unwrap(),
+            partition: 0,
+        }
+    }
+
+    #[test]
+    fn labels_read_as_before() {
+        assert_eq!(produce_label().to_string(), "PRODUCE t/0");
+        assert_eq!(fetch_label().to_string(), "FETCH t/0 at offset 0");
+        assert_eq!(
+            RequestLabel::Metadata(Vec::new()).to_string(),
+            "METADATA (all topics)"
+        );
+        let two = vec![TopicName::new("a").unwrap(), TopicName::new("b").unwrap()];
+        assert_eq!(RequestLabel::Metadata(two).to_string(), "METADATA a,b");
+    }
 
     fn raw(code: ErrorCode, body: &[u8]) -> RawResponse {
         RawResponse {
@@ -181,7 +251,7 @@ mod tests {
                 },
                 body,
             }),
-            "FETCH t/0",
+            &fetch_label(),
         )
         .unwrap();
         assert_eq!(response.high_watermark, 42);
@@ -200,21 +270,21 @@ mod tests {
         body.put_i32(10);
         body.put_slice(b"abc");
         assert!(matches!(
-            decode_fetch(Some(raw(ErrorCode::None, &body)), "FETCH t/0"),
+            decode_fetch(Some(raw(ErrorCode::None, &body)), &fetch_label()),
             Err(ClientError::Protocol(WireError::UnexpectedEnd { .. }))
         ));
     }
 
     #[test]
     fn an_error_code_becomes_a_broker_refusal_naming_the_request() {
-        let err =
-            decode_produce(Some(raw(ErrorCode::RecordTooLarge, &[])), "PRODUCE t/0").unwrap_err();
+        let err = decode_produce(Some(raw(ErrorCode::RecordTooLarge, &[])), &produce_label())
+            .unwrap_err();
         assert_eq!(err.broker_code(), Some(ErrorCode::RecordTooLarge));
         assert!(err.to_string().contains("PRODUCE t/0"), "{err}");
     }
 
     #[test]
     fn no_answer_to_a_produce_is_none() {
-        assert_eq!(decode_produce(None, "PRODUCE t/0").unwrap(), None);
+        assert_eq!(decode_produce(None, &produce_label()).unwrap(), None);
     }
 }
