@@ -347,6 +347,16 @@ impl RecordSetBuilder {
         Self::default()
     }
 
+    /// An empty builder with room for `wire_bytes` of records (sizes included) before it must
+    /// grow. A producer that knows how large its batches get avoids re-allocating (and copying)
+    /// the batch as it fills.
+    pub fn with_capacity(wire_bytes: usize) -> Self {
+        Self {
+            count: 0,
+            bytes: BytesMut::with_capacity(wire_bytes),
+        }
+    }
+
     /// Appends a payload. Refuses an empty one and one larger than
     /// [`MAX_RECORD_PAYLOAD_BYTES`] (no FETCH could return it); a refused payload leaves the
     /// builder as it was.
@@ -381,6 +391,11 @@ impl RecordSetBuilder {
     /// Bytes the records take in a PRODUCE body so far (sizes included).
     pub fn wire_bytes(&self) -> usize {
         self.bytes.len()
+    }
+
+    /// Bytes of records the builder holds room for before it must grow.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
     }
 
     /// True when nothing was pushed.

@@ -56,6 +56,11 @@ struct OpenBatch<B> {
 #[derive(Debug)]
 pub(crate) struct Accumulator<B> {
     open: BTreeMap<i32, OpenBatch<B>>,
+    /// Per partition, the size its last batch reached: a new batch is given that much room at
+    /// once. Grown by doubling instead, a 1 MiB batch would be re-allocated and copied five
+    /// times over (64 KiB … 1 MiB), each time on fresh pages; under a trickle the last batch
+    /// was small, so idle partitions do not hold large buffers.
+    capacity_hints: BTreeMap<i32, usize>,
     closed: VecDeque<ReadyBatch<B>>,
     linger: Duration,
     max_batch_bytes: usize,
@@ -65,6 +70,7 @@ impl<B: Default> Accumulator<B> {
     pub(crate) fn new(linger: Duration, max_batch_bytes: usize) -> Self {
         Self {
             open: BTreeMap::new(),
+            capacity_hints: BTreeMap::new(),
             closed: VecDeque::new(),
             linger,
             max_batch_bytes,
@@ -100,8 +106,11 @@ impl<B: Default> Accumulator<B> {
             std::collections::btree_map::Entry::Occupied(open) => open.into_mut(),
             std::collections::btree_map::Entry::Vacant(vacant) => {
                 wake_task = true;
+                let hint = self.capacity_hints.get(&partition).copied().unwrap_or(0);
+                // At least this record, at most a batch (a single larger record goes alone).
+                let capacity = hint.min(self.max_batch_bytes).max(record_wire_bytes);
                 vacant.insert(OpenBatch {
-                    builder: RecordSetBuilder::new(),
+                    builder: RecordSetBuilder::with_capacity(capacity),
                     state: B::default(),
                     deadline: now() + self.linger,
                 })
@@ -153,6 +162,8 @@ impl<B: Default> Accumulator<B> {
 
     fn close(&mut self, partition: i32) {
         if let Some(open) = self.open.remove(&partition) {
+            self.capacity_hints
+                .insert(partition, open.builder.wire_bytes());
             self.closed.push_back(ReadyBatch {
                 partition,
                 records: open
@@ -241,6 +252,26 @@ mod tests {
             .collect();
         // The first opens the batch, the third fills it (closing it), the fourth opens the next.
         assert_eq!(wakes, vec![true, false, true, true]);
+    }
+
+    #[test]
+    fn a_new_batch_gets_the_room_its_partitions_last_batch_took() {
+        let mut acc = Accumulator::new(LINGER, 1024);
+        let now = Instant::now();
+        for ticket in 0..10 {
+            append(&mut acc, 0, &[7; 96], ticket, now);
+        }
+        let first = acc.take_all();
+        let filled = first[0].records.wire_bytes().len();
+        assert_eq!(filled, 1000);
+        append(&mut acc, 0, b"x", 10, now);
+        assert!(
+            acc.open[&0].builder.capacity() >= filled,
+            "the batch starts small again"
+        );
+        // Another partition has no history: room for its first record only.
+        append(&mut acc, 1, b"x", 11, now);
+        assert!(acc.open[&1].builder.capacity() < filled);
     }
 
     #[test]
