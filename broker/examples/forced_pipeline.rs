@@ -57,7 +57,8 @@ async fn main() -> anyhow::Result<()> {
     let broker = Broker::start(config).await?;
     let addr = broker.local_addr();
     let payload = vec![0x42u8; args.record_bytes];
-    let batch = RecordSet::from_payloads(std::iter::repeat_n(&payload[..], args.records_per_batch))?;
+    let batch =
+        RecordSet::from_payloads(std::iter::repeat_n(&payload[..], args.records_per_batch))?;
     let mut ratios = Vec::new();
     let (mut deep_rates, mut single_rates) = (Vec::new(), Vec::new());
     for run in 0..args.runs {

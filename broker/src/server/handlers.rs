@@ -149,3 +149,204 @@ fn metadata(shared: &Shared, id: i32, req: &MetadataRequest) -> Reply {
     encode_response(id, &MetadataResponse { topics }, &mut frame);
     Reply::Frame(frame)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Handlers are functions from a request to a [`Reply`]: tested here without any socket.
+
+    use std::time::Duration;
+
+    use booblik_protocol::{
+        FetchRequest, LongPoll, ProduceRequest, RecordSet, TopicName, decode_response_frame,
+    };
+
+    use super::*;
+    use crate::config::{BrokerConfig, parse_topics};
+    use crate::server::cold_reads::ColdReads;
+    use crate::storage::Storage;
+
+    /// Topic `t` with one partition whose segments hold exactly one 56-byte record.
+    fn shared(dir: &tempfile::TempDir) -> Arc<Shared> {
+        let mut config = BrokerConfig {
+            topics: parse_topics("t:1").unwrap(),
+            ..BrokerConfig::default()
+        };
+        config.storage.data_dir = dir.path().to_path_buf();
+        config.storage.segment_bytes = 64;
+        let storage = Storage::open(config.storage.clone(), &config.topics).unwrap();
+        Arc::new(Shared {
+            config,
+            storage: Arc::new(storage),
+            cold_reads: ColdReads::new(2),
+        })
+    }
+
+    fn produce(id: i32, partition: i32, ack: AckPolicy) -> Request {
+        Request {
+            correlation_id: id,
+            body: RequestBody::Produce(ProduceRequest {
+                topic: TopicName::new("t").unwrap(),
+                partition,
+                ack,
+                records: RecordSet::from_payloads([[7u8; 56]]).unwrap(),
+            }),
+        }
+    }
+
+    fn fetch(id: i32, offset: i64, long_poll: Option<LongPoll>) -> Request {
+        Request {
+            correlation_id: id,
+            body: RequestBody::Fetch(FetchRequest {
+                topic: TopicName::new("t").unwrap(),
+                partition: 0,
+                fetch_offset: offset,
+                max_bytes: 4096,
+                long_poll,
+            }),
+        }
+    }
+
+    /// Correlation id and error code of a reply that is one frame.
+    fn header_of(reply: &Reply) -> (i32, ErrorCode) {
+        let Reply::Frame(frame) = reply else {
+            panic!("expected a frame, got {reply:?}");
+        };
+        match decode_response_frame(frame).unwrap() {
+            booblik_protocol::Decoded::Complete { value, used } => {
+                assert_eq!(used, frame.len());
+                (value.header.correlation_id, value.header.error_code)
+            }
+            booblik_protocol::Decoded::Incomplete { .. } => panic!("a whole frame"),
+        }
+    }
+
+    async fn apply_now(shared: &Shared, request: Request) -> Reply {
+        let (_stop, shutdown) = watch::channel(false);
+        apply(shared, &shutdown, request).await
+    }
+
+    #[tokio::test]
+    async fn a_produce_is_applied_by_queueing_and_its_answer_comes_when_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(&dir);
+        let Reply::Append(mut pending) = apply_now(&shared, produce(4, 0, AckPolicy::Forced)).await
+        else {
+            panic!("a WRITTEN or FORCED produce waits for the writer");
+        };
+        pending.written.take().unwrap().wait().await;
+        assert_eq!(
+            shared.storage.partition("t", 0).unwrap().high_watermark(),
+            1
+        );
+        let answer = pending.resolve().await;
+        assert_eq!(header_of(&answer), (4, ErrorCode::None));
+        assert!(matches!(
+            apply_now(&shared, produce(5, 0, AckPolicy::None)).await,
+            Reply::Nothing
+        ));
+        shared.storage.close().unwrap();
+    }
+
+    #[tokio::test]
+    async fn refusals_are_answered_with_their_code_and_broken_logs_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(&dir);
+        // Routing errors are answered even for ack NONE.
+        let reply = apply_now(&shared, produce(6, 3, AckPolicy::None)).await;
+        assert_eq!(header_of(&reply), (6, ErrorCode::UnknownTopicOrPartition));
+        let partition = shared.storage.partition("t", 0).unwrap();
+        let too_large = StorageError::RecordTooLarge { size: 99, max: 56 };
+        assert_eq!(
+            header_of(&produce_answer(7, partition, Err(too_large))),
+            (7, ErrorCode::RecordTooLarge)
+        );
+        let full = StorageError::NoSpace {
+            context: "test".into(),
+            source: std::io::Error::other("no space"),
+        };
+        assert!(matches!(
+            produce_answer(8, partition, Err(full)),
+            Reply::Close(SessionError::Storage(StorageError::NoSpace { .. }))
+        ));
+        let out_of_range = apply_now(&shared, fetch(9, 5, None)).await;
+        assert_eq!(header_of(&out_of_range), (9, ErrorCode::OffsetOutOfRange));
+        shared.storage.close().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_fetch_replies_with_its_header_and_a_slice_of_the_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(&dir);
+        let Reply::Fetch(at_end) = apply_now(&shared, fetch(1, 0, None)).await else {
+            panic!("a FETCH at the high watermark is answered");
+        };
+        assert!(at_end.slice.is_empty());
+        assert_eq!(
+            at_end.header.len(),
+            booblik_protocol::FETCH_RESPONSE_HEADER_BYTES
+        );
+        let partition = shared.storage.partition("t", 0).unwrap();
+        partition
+            .append(
+                RecordSet::from_payloads([[1u8; 56]]).unwrap(),
+                AckPolicy::Written,
+            )
+            .await
+            .unwrap();
+        let Reply::Fetch(first) = apply_now(&shared, fetch(2, 0, None)).await else {
+            panic!("a FETCH of a record is answered");
+        };
+        assert_eq!((first.slice.position(), first.slice.len()), (0, 64));
+        assert_eq!(first.slice.high_watermark(), 1);
+        shared.storage.close().unwrap();
+    }
+
+    /// A long poll at the end of a full segment: the next record goes to a new segment, so the
+    /// position it waited on is the end of a sealed segment and the FETCH locates again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_poll_at_the_end_of_a_full_segment_locates_again_after_the_roll() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(&dir);
+        let partition = Arc::clone(shared.storage.partition("t", 0).unwrap());
+        partition
+            .append(
+                RecordSet::from_payloads([[1u8; 56]]).unwrap(),
+                AckPolicy::Written,
+            )
+            .await
+            .unwrap();
+        let poll = LongPoll {
+            max_wait_ms: 30_000,
+            min_bytes: 1,
+        };
+        let waiting = {
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move { apply_now(&shared, fetch(3, 1, Some(poll))).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "nothing to return yet");
+        partition
+            .append(
+                RecordSet::from_payloads([[2u8; 56]]).unwrap(),
+                AckPolicy::Written,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            partition.stats().segments,
+            2,
+            "the second record rolled the log"
+        );
+        let Reply::Fetch(reply) = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .unwrap()
+            .unwrap()
+        else {
+            panic!("the long poll is answered with the record");
+        };
+        assert_eq!(reply.slice.segment_base_offset(), 1);
+        assert_eq!((reply.slice.position(), reply.slice.len()), (0, 64));
+        assert_eq!(reply.slice.to_bytes().unwrap()[8..], [2u8; 56]);
+        shared.storage.close().unwrap();
+    }
+}
