@@ -120,17 +120,12 @@ async fn records_per_s(
             stream.write_all(&frame).await?;
             sent += 1;
         }
-        loop {
-            match decode_response_frame(&inbuf)? {
-                Decoded::Complete { value, used } => {
-                    if value.header.error_code != ErrorCode::None {
-                        bail!("refused: {:?}", value.header.error_code);
-                    }
-                    inbuf.drain(..used);
-                    answered += 1;
-                }
-                Decoded::Incomplete { .. } => break,
+        while let Decoded::Complete { value, used } = decode_response_frame(&inbuf)? {
+            if value.header.error_code != ErrorCode::None {
+                bail!("refused: {:?}", value.header.error_code);
             }
+            inbuf.drain(..used);
+            answered += 1;
         }
         if answered < sent && stream.read_buf(&mut inbuf).await.context("reading")? == 0 {
             bail!("the broker closed the connection");
