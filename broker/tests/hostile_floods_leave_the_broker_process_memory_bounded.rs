@@ -5,7 +5,9 @@
 //!   them, so however much they try to send, the broker's RSS barely moves;
 //! * clients that each send an almost complete frame of the largest size (8 MiB) and then stall
 //!   cost the broker about one frame each — the worst case per connection, which is why the
-//!   whole-broker bound is `max_connections` × (8 MiB + 64 KiB read + 64 KiB answers).
+//!   whole-broker bound is `max_connections` × (8 MiB frame + 64 KiB read + 1 MiB waiting
+//!   answers + 64 KiB gathered answers + one FETCH payload being written in heap mode or after a
+//!   cold read).
 //!
 //! The bounds asserted are generous (the allocator, the kernel and the runtime add noise); the
 //! figures measured are printed and recorded in `docs/reliability.md`. The binary runs as a child

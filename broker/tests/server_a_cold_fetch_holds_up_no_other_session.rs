@@ -2,6 +2,7 @@
 //! on a runtime thread: while more such FETCHes than the runtime has threads are stuck on a slow
 //! disk (held by a test hook), another session is still answered at once — in both FETCH modes.
 //! Had the cold reads run on the runtime threads, the answer would only come after the hold.
+//! The long poll's lookup of its record is such a read too, and goes the same way.
 
 mod support;
 
@@ -11,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use booblik_broker::FetchMode;
 use booblik_broker::storage::{Partition, WriteMode};
-use booblik_protocol::AckPolicy;
+use booblik_protocol::{AckPolicy, LongPoll};
 use rustix::fs::Advice;
-use support::{ANSWER_TIMEOUT, RawConn, TestBroker, payloads, produce_request};
+use support::{ANSWER_TIMEOUT, RawConn, TestBroker, fetch_request, payloads, produce_request};
 
 /// More than the runtime's worker threads (2, below): inline reads would hold them all.
 const COLD_FETCHES: usize = 4;
@@ -36,6 +37,9 @@ struct Shape {
     /// entry makes finding the record a walk over length prefixes, which reads the disk too.
     offset_past_start: usize,
     max_bytes: i32,
+    /// A FETCH v2 long poll (whose bytes are there already): it locates its record before it
+    /// would wait, and that lookup is the cold read.
+    long_poll: bool,
 }
 
 /// 8 KiB records: every record has an index entry, so only the payload read is cold.
@@ -43,6 +47,7 @@ const LARGE_RECORDS: Shape = Shape {
     record_bytes: 8 * 1024,
     offset_past_start: 0,
     max_bytes: 64 * 1024,
+    long_poll: false,
 };
 /// 100-byte records, fetched one at a time from offsets between index entries (one per 4 KiB):
 /// the walk to the record is cold. The walk reads the bytes around the record, so its payload
@@ -52,6 +57,7 @@ const SMALL_RECORDS: Shape = Shape {
     record_bytes: 100,
     offset_past_start: 7,
     max_bytes: 108,
+    long_poll: false,
 };
 
 /// Holds the partition's cold reads on a thread of its own until `release` says so or [`HOLD`]
@@ -120,7 +126,12 @@ async fn other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
         let mut conn = broker.connect().await;
         let offset = (n * records_apart + shape.offset_past_start) as i64;
         fetchers.push(tokio::spawn(async move {
-            let fetched = conn.fetch("solo", 0, offset, shape.max_bytes).await;
+            let long_poll = shape.long_poll.then_some(LongPoll {
+                max_wait_ms: 30_000,
+                min_bytes: 1,
+            });
+            let request = fetch_request(8, "solo", 0, offset, shape.max_bytes, long_poll);
+            let fetched = conn.call(&request).await;
             (offset as usize, payloads(&fetched.fetch()))
         }));
     }
@@ -193,6 +204,23 @@ async fn a_cold_walk_to_a_small_record_holds_up_no_other_session() {
     other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
         FetchMode::ZeroCopy,
         SMALL_RECORDS,
+    )
+    .await;
+}
+
+/// The long poll's lookup goes through the same bounded dispatcher as every other cold read:
+/// it reaches the cold-read gate (so it holds one of the `MAX_CONCURRENT_COLD_READS` permits and
+/// is counted). A lookup sent to the blocking pool past the dispatcher would never reach the
+/// gate, and the walk it cached would let the FETCH's own lookup pass the gate by too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_polls_cold_walk_goes_through_the_bounded_dispatcher_and_holds_up_no_other_session()
+{
+    other_sessions_are_answered_while_cold_fetches_wait_for_the_disk(
+        FetchMode::ZeroCopy,
+        Shape {
+            long_poll: true,
+            ..SMALL_RECORDS
+        },
     )
     .await;
 }

@@ -1,5 +1,5 @@
-//! `wait_for_bytes` (the FETCH v2 long poll) returns once enough bytes exist past the fetch
-//! offset, and at the deadline otherwise. (That the writer wakes it through a `watch` rather than
+//! `wait_for_bytes` (the FETCH v2 long poll) returns once enough bytes exist past the located
+//! record, and at the deadline otherwise. (That the writer wakes it through a `watch` rather than
 //! the waiter polling is the implementation's choice, which these tests do not tell apart.)
 
 mod storage_support;
@@ -31,7 +31,10 @@ async fn a_waiter_at_the_end_of_the_log_wakes_when_enough_bytes_are_appended() {
     let deadline = Instant::now() + GENEROUS_WAIT;
     let waiter = {
         let partition = Arc::clone(&partition);
-        tokio::spawn(async move { partition.wait_for_bytes(1, 100, deadline).await })
+        tokio::spawn(async move {
+            let at = partition.locate(1).unwrap();
+            partition.wait_for_bytes(&at, 100, deadline).await;
+        })
     };
     // 8 + 10 bytes: not enough for min_bytes = 100.
     partition
@@ -71,8 +74,9 @@ async fn a_waiter_behind_the_end_returns_at_once_when_enough_bytes_are_already_t
         .await
         .unwrap();
     let deadline = Instant::now() + GENEROUS_WAIT;
-    partition.wait_for_bytes(0, 116, deadline).await;
-    partition.wait_for_bytes(1, 58, deadline).await;
+    let (first, second) = (partition.locate(0).unwrap(), partition.locate(1).unwrap());
+    partition.wait_for_bytes(&first, 116, deadline).await;
+    partition.wait_for_bytes(&second, 58, deadline).await;
     assert!(Instant::now() < deadline);
     storage.close().unwrap();
 }
@@ -91,13 +95,15 @@ async fn a_waiter_with_nothing_to_wait_for_returns_at_the_deadline() {
     let partition = partition(&storage);
     let started = Instant::now();
     let deadline = started + Duration::from_millis(50);
-    partition.wait_for_bytes(0, 1, deadline).await;
+    partition
+        .wait_for_bytes(&partition.locate(0).unwrap(), 1, deadline)
+        .await;
     assert!(Instant::now() >= deadline);
     storage.close().unwrap();
 }
 
 #[tokio::test]
-async fn a_waiter_outside_the_log_returns_at_once_for_the_read_to_answer_out_of_range() {
+async fn an_offset_outside_the_log_cannot_be_located_so_nothing_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let storage = open(&config(
         dir.path(),
@@ -106,9 +112,10 @@ async fn a_waiter_outside_the_log_returns_at_once_for_the_read_to_answer_out_of_
     ))
     .unwrap();
     let partition = partition(&storage);
-    let deadline = Instant::now() + GENEROUS_WAIT;
-    partition.wait_for_bytes(5, 1, deadline).await;
-    assert!(Instant::now() < deadline);
+    assert!(matches!(
+        partition.locate(5),
+        Err(booblik_broker::storage::StorageError::OffsetOutOfRange { .. })
+    ));
     assert!(partition.read(5, 10).is_err());
     storage.close().unwrap();
 }

@@ -8,8 +8,10 @@ use std::net::SocketAddr;
 
 /// Counter: TCP connections accepted (including those refused by the limit).
 pub const CONNECTIONS_ACCEPTED: &str = "booblik_connections_accepted_total";
-/// Counter: connections closed at once because `max_connections` were open.
+/// Counter: connections closed at once because `max_connections` were open and none was idle.
 pub const CONNECTIONS_REJECTED: &str = "booblik_connections_rejected_total";
+/// Counter: idle connections closed to admit a new one at the `max_connections` limit.
+pub const CONNECTIONS_EVICTED: &str = "booblik_connections_evicted_total";
 /// Gauge: connections open now.
 pub const CONNECTIONS_OPEN: &str = "booblik_connections_open";
 /// Counter: connections closed, for any reason.
@@ -29,8 +31,9 @@ pub const BYTES_OUT: &str = "booblik_bytes_out_total";
 pub const FETCH_WAITS: &str = "booblik_fetch_waits_total";
 /// Histogram: seconds a FETCH v2 waited.
 pub const FETCH_WAIT_SECONDS: &str = "booblik_fetch_wait_seconds";
-/// Counter: FETCHes whose bytes were not all in the page cache, read on the blocking pool
-/// instead of a runtime thread (`docs/broker.md` § Cold reads).
+/// Counter: reads that went to the blocking pool because the page cache did not hold their
+/// bytes — a FETCH's record lookup (the long poll's included) or its payload (`docs/broker.md`
+/// § Cold reads).
 pub const FETCH_COLD_READS: &str = "booblik_fetch_cold_reads_total";
 
 /// Installs the global Prometheus recorder with an HTTP listener serving `/metrics` on `bind`.

@@ -2,23 +2,34 @@
 //!
 //! | file | concept |
 //! |---|---|
-//! | `mod.rs` | [`Broker`]: start, the accept loop with its connection limit, graceful shutdown |
-//! | `session.rs` | one connection: framing, strictly ordered responses, the error rules of SPEC §2 |
-//! | `handlers.rs` | PRODUCE, FETCH (long poll, range checks) and METADATA against the storage |
+//! | `mod.rs` | [`Broker`]: start, the accept loop, graceful shutdown |
+//! | `connections.rs` | the connection limit; at the limit, the longest-idle connection gives way |
+//! | `session.rs` | one connection: apply in order, answer in order as each answer is ready; the error rules of SPEC §2 |
+//! | `reply.rs` | [`Reply`](reply::Reply): what applying a request yields, without the socket |
+//! | `handlers.rs` | applying PRODUCE and METADATA (free functions over the shared state) |
+//! | `fetch.rs` | the FETCH pipeline: locate once, long poll on a byte count, slice, payload residency |
+//! | `cold_reads.rs` | the one bounded, counted dispatcher of blocking reads |
 //! | `sendfile.rs` | `sendfile(2)` on a non-blocking tokio socket |
 //! | `metrics.rs` | metric names and the Prometheus exporter |
 
+mod cold_reads;
+mod connections;
+mod fetch;
 mod handlers;
 pub mod metrics;
+mod reply;
 mod sendfile;
 mod session;
+
+pub use cold_reads::MAX_CONCURRENT_COLD_READS;
+pub use session::{MAX_WAITING_ANSWER_BYTES, MAX_WAITING_ANSWERS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
@@ -53,6 +64,7 @@ pub enum BrokerError {
 pub struct Broker {
     local_addr: SocketAddr,
     storage: Arc<Storage>,
+    connections: Arc<connections::Connections>,
     shutdown: watch::Sender<bool>,
     accept_loop: tokio::task::JoinHandle<()>,
 }
@@ -62,16 +74,9 @@ pub struct Broker {
 pub(crate) struct Shared {
     pub(crate) config: BrokerConfig,
     pub(crate) storage: Arc<Storage>,
-    /// [`MAX_CONCURRENT_COLD_READS`] permits: FETCH reads waiting for the disk on the blocking
-    /// pool at once.
-    pub(crate) cold_reads: Arc<tokio::sync::Semaphore>,
+    /// Every blocking read of a session goes through it: at most [`MAX_CONCURRENT_COLD_READS`].
+    pub(crate) cold_reads: cold_reads::ColdReads,
 }
-
-/// The most FETCH reads the broker runs at once on tokio's blocking pool because their bytes
-/// were not in the page cache. Bounds the blocking threads (tokio allows 512) and the disk queue
-/// that replays of old data can build; further cold FETCHes wait for a permit, in their own
-/// session only — other sessions go on.
-pub const MAX_CONCURRENT_COLD_READS: usize = 32;
 
 impl Broker {
     /// Checks the configuration, opens (and recovers) the storage, binds the listener and starts
@@ -116,12 +121,19 @@ impl Broker {
         let shared = Arc::new(Shared {
             config,
             storage: Arc::clone(&storage),
-            cold_reads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_COLD_READS)),
+            cold_reads: cold_reads::ColdReads::new(MAX_CONCURRENT_COLD_READS),
         });
-        let accept_loop = tokio::spawn(accept_loop(listener, shared, shutdown_rx));
+        let connections = Arc::new(connections::Connections::new(shared.config.max_connections));
+        let accept_loop = tokio::spawn(accept_loop(
+            listener,
+            shared,
+            Arc::clone(&connections),
+            shutdown_rx,
+        ));
         Ok(Broker {
             local_addr,
             storage,
+            connections,
             shutdown,
             accept_loop,
         })
@@ -135,6 +147,11 @@ impl Broker {
     /// The storage, for tests and tools that inspect the log directly.
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
+    }
+
+    /// Connections open now (each with a session); at most `max_connections`.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
     }
 
     /// Stops accepting, lets every session finish the request it is serving (a long poll is cut
@@ -160,10 +177,9 @@ const ACCEPT_BACKOFF_MAX_MS: u64 = 1_000;
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
+    connections: Arc<connections::Connections>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    // `BrokerConfig::validate` keeps this within the semaphore's limit.
-    let slots = Arc::new(Semaphore::new(shared.config.max_connections));
     let mut sessions = JoinSet::new();
     let mut backoff_ms = ACCEPT_BACKOFF_MIN_MS;
     loop {
@@ -188,22 +204,20 @@ async fn accept_loop(
             }
         };
         ::metrics::counter!(metrics::CONNECTIONS_ACCEPTED).increment(1);
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+        // At the limit the longest-idle connection gives way; when none is idle, the new one.
+        let Some(admitted) = connections.admit(peer) else {
             ::metrics::counter!(metrics::CONNECTIONS_REJECTED).increment(1);
             warn!(
                 %peer,
                 max_connections = shared.config.max_connections,
-                "connection limit reached; closing the new connection"
+                "connection limit reached and no connection is idle; closing the new connection"
             );
             drop(stream);
             continue;
         };
         let shared = Arc::clone(&shared);
         let shutdown = shutdown.clone();
-        sessions.spawn(async move {
-            session::run(stream, peer, shared, shutdown).await;
-            drop(permit);
-        });
+        sessions.spawn(session::run(stream, peer, shared, shutdown, admitted));
     }
     drop(listener);
     // Sessions saw the same shutdown signal; wait for each to finish its current request.

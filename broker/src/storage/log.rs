@@ -523,7 +523,6 @@ mod tests {
 
     #[test]
     fn finding_a_record_whose_walk_is_not_cached_is_left_to_a_thread_that_may_wait() {
-        use crate::storage::log_view::LogPosition;
         use crate::storage::segment::evict_from_page_cache;
 
         let dir = tempfile::tempdir().unwrap();
@@ -534,26 +533,21 @@ mod tests {
         let segment = Arc::clone(&view.snapshot()[0]);
         evict_from_page_cache(segment.file());
         let record_bytes = (PAYLOAD_BYTES + 8) as u64;
+        let cached = |offset| view.locate(offset, true).unwrap().map(|at| at.log_bytes());
 
         // Offset 1 is found by walking from the index entry at offset 0: bytes not cached.
-        assert!(view.read_cached(1, 100).unwrap().is_none());
-        assert_eq!(view.cached_log_position_of(1), LogPosition::NeedsDisk);
+        assert_eq!(cached(1), None);
         // Offsets that need no walk: an index entry, and the end of the log.
-        assert_eq!(view.read_cached(0, 100).unwrap().unwrap().position(), 0);
-        assert_eq!(
-            view.cached_log_position_of(3),
-            LogPosition::At(3 * record_bytes)
-        );
+        assert_eq!(cached(0), Some(0));
+        assert_eq!(cached(3), Some(3 * record_bytes));
 
         // Where waiting is fine, the walk reads the disk, and then the bytes are cached.
-        assert_eq!(view.read(1, 100).unwrap().position(), record_bytes);
+        let waited = view.locate(1, false).unwrap().unwrap();
+        assert_eq!(waited.log_bytes(), record_bytes);
         assert_eq!(
-            view.read_cached(1, 100).unwrap().unwrap().position(),
+            view.slice_at(&waited, 100).unwrap().position(),
             record_bytes
         );
-        assert_eq!(
-            view.cached_log_position_of(1),
-            LogPosition::At(record_bytes)
-        );
+        assert_eq!(cached(1), Some(record_bytes));
     }
 }

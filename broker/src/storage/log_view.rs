@@ -112,34 +112,36 @@ impl LogView {
         removed
     }
 
-    /// The bytes from the record at `fetch_offset` to at most `max_bytes`, within one segment.
+    /// The bytes from the record at `fetch_offset` to at most `max_bytes`, within one segment,
+    /// waiting for the disk if the lookup must.
     pub(crate) fn read(
         &self,
         fetch_offset: i64,
         max_bytes: u32,
     ) -> Result<ReadSlice, StorageError> {
-        Ok(self
-            .read_with(fetch_offset, max_bytes, false)?
-            .expect("a read that may wait for the disk always ends"))
+        // Locating again ends: `slice_at` refuses only after a roll (the next lookup finds the
+        // next segment) or a retention (the next lookup is out of range).
+        loop {
+            let at = self
+                .locate(fetch_offset, false)?
+                .expect("a lookup that may wait for the disk always ends");
+            if let Some(slice) = self.slice_at(&at, max_bytes) {
+                return Ok(slice);
+            }
+        }
     }
 
-    /// [`LogView::read`] without waiting for the disk: `None` when finding the record's position
-    /// (the walk from the sparse index entry before it) needs bytes the page cache does not hold.
-    /// The slice's own bytes are not read here; see [`ReadSlice::is_cached`].
-    pub(crate) fn read_cached(
+    /// Finds where the record at `fetch_offset` starts, once, for a FETCH: the segment and the
+    /// byte position in it, as a [`FetchPosition`] that pins nothing (a long poll waits holding
+    /// it). [`StorageError::OffsetOutOfRange`] outside `[log_start_offset, high_watermark]`.
+    /// With `cached_only`, `Ok(None)` when the walk from the sparse index entry before the
+    /// record needs bytes the page cache does not hold: then locate again where waiting for the
+    /// disk is fine.
+    pub(crate) fn locate(
         &self,
         fetch_offset: i64,
-        max_bytes: u32,
-    ) -> Result<Option<ReadSlice>, StorageError> {
-        self.read_with(fetch_offset, max_bytes, true)
-    }
-
-    fn read_with(
-        &self,
-        fetch_offset: i64,
-        max_bytes: u32,
         cached_only: bool,
-    ) -> Result<Option<ReadSlice>, StorageError> {
+    ) -> Result<Option<FetchPosition>, StorageError> {
         let high_watermark = self.high_watermark();
         let segment = {
             let segments = self.read_segments();
@@ -163,60 +165,45 @@ impl LogView {
         } else {
             segment.position_of(fetch_offset, end)?
         };
-        let len = if fetch_offset == high_watermark {
-            0
-        } else {
-            max_bytes.min(end.position - position)
+        Ok(Some(FetchPosition {
+            offset: fetch_offset,
+            segment_base_offset: segment.base_offset(),
+            position,
+            log_bytes: segment.log_bytes_before() + u64::from(position),
+        }))
+    }
+
+    /// The bytes from `at` to at most `max_bytes`, within its segment, pinning the segment:
+    /// no lookup, only the segment list's binary search. `None` when `at` no longer leads to a
+    /// record of its segment: the segment was dropped by retention, or `at` was the end of the
+    /// active segment and the log rolled meanwhile (the record is at the start of the next
+    /// one). Then [`LogView::locate`] again.
+    pub(crate) fn slice_at(&self, at: &FetchPosition, max_bytes: u32) -> Option<ReadSlice> {
+        let high_watermark = self.high_watermark();
+        let (segment, is_last) = {
+            let segments = self.read_segments();
+            let index = segments
+                .binary_search_by_key(&at.segment_base_offset, |s| s.base_offset())
+                .ok()?;
+            (Arc::clone(&segments[index]), index + 1 == segments.len())
         };
+        let end = segment.end();
+        // A segment's end only grows, so `at` is within it; at its very end, the record is in
+        // the next segment if there is one.
+        if at.position >= end.position && !is_last {
+            return None;
+        }
+        // Empty at the end of the active segment: at the high watermark.
+        let len = max_bytes.min(end.position.saturating_sub(at.position));
         // Bytes written after the watermark was loaded may be in the slice; report a watermark
         // that covers them.
         let slice_high_watermark = high_watermark.max(segment.next_offset_at(end));
-        Ok(Some(ReadSlice::new(
+        Some(ReadSlice::new(
             segment,
-            u64::from(position),
+            u64::from(at.position),
             len,
             slice_high_watermark,
-        )))
-    }
-
-    /// Where the record at `offset` starts, in bytes of the log since open; `None` when `offset`
-    /// is not in the log. Pins the segment only for the duration of the lookup.
-    pub(crate) fn log_position_of(&self, offset: i64) -> Option<u64> {
-        match self.log_position_with(offset, false) {
-            LogPosition::At(position) => Some(position),
-            LogPosition::NotInLog => None,
-            LogPosition::NeedsDisk => unreachable!("a lookup that may wait for the disk ends"),
-        }
-    }
-
-    /// [`LogView::log_position_of`] without waiting for the disk.
-    pub(crate) fn cached_log_position_of(&self, offset: i64) -> LogPosition {
-        self.log_position_with(offset, true)
-    }
-
-    fn log_position_with(&self, offset: i64, cached_only: bool) -> LogPosition {
-        let segment = {
-            let segments = self.read_segments();
-            if offset < segments[0].base_offset() {
-                return LogPosition::NotInLog;
-            }
-            let after = segments.partition_point(|s| s.base_offset() <= offset);
-            Arc::clone(&segments[after - 1])
-        };
-        let end = segment.end();
-        if offset > segment.next_offset_at(end) {
-            return LogPosition::NotInLog;
-        }
-        let position = if cached_only {
-            segment.cached_position_of(offset, end)
-        } else {
-            segment.position_of(offset, end).map(Some)
-        };
-        match position {
-            Ok(Some(position)) => LogPosition::At(segment.log_bytes_before() + u64::from(position)),
-            Ok(None) => LogPosition::NeedsDisk,
-            Err(_) => LogPosition::NotInLog,
-        }
+        ))
     }
 
     fn read_segments(&self) -> RwLockReadGuard<'_, Vec<Arc<Segment>>> {
@@ -232,13 +219,25 @@ impl LogView {
     }
 }
 
-/// Where a record starts in the log, as [`LogView::cached_log_position_of`] found it.
+/// Where a FETCH's record starts, found once by [`LogView::locate`]. Holds no pin: retention may
+/// drop its segment meanwhile, which [`LogView::slice_at`] notices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LogPosition {
-    /// At this many bytes of the log since open.
-    At(u64),
-    /// The offset is not in the log (or its segment is damaged).
-    NotInLog,
-    /// Finding it needs bytes the page cache does not hold.
-    NeedsDisk,
+pub struct FetchPosition {
+    offset: i64,
+    segment_base_offset: i64,
+    position: u32,
+    log_bytes: u64,
+}
+
+impl FetchPosition {
+    /// The offset located.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// Where the record starts, in bytes of the log since the partition was opened: what a
+    /// long poll compares with the log's end.
+    pub fn log_bytes(&self) -> u64 {
+        self.log_bytes
+    }
 }

@@ -20,7 +20,7 @@
 //! | [`config`] | [`StorageConfig`], [`WriteMode`], limits |
 //! | `error` | [`StorageError`] |
 //! | `registry` | [`Storage`]: all partitions, the data directory lock |
-//! | `partition` | [`Partition`]: append, read, long-poll wait, stats |
+//! | `partition` | [`Partition`]: append (whole or queued), locate and slice for FETCH, long-poll wait, stats |
 //! | `writer` | the writer thread, its bounded queue, group commit |
 //! | `log` | the writer's view of a partition: append, roll, sync, retention |
 //! | `log_view` | what readers see: segment list, high watermark, the read path |
@@ -60,10 +60,11 @@ pub use error::StorageError;
 #[doc(hidden)]
 pub use hooks::{ColdReadHold, TestHooks, WriterPause};
 pub use log::Appended;
+pub use log_view::FetchPosition;
 pub use metrics::{
     APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL,
     PartitionStats, describe_metrics,
 };
-pub use partition::Partition;
+pub use partition::{AppendAnswer, Partition, Written};
 pub use read_slice::{CACHE_PROBE_STRIDE_BYTES, ReadSlice};
 pub use registry::{LOCK_FILE_NAME, Storage};

@@ -19,7 +19,7 @@ use super::durability::Durability;
 use super::error::{IoContext, StorageError};
 use super::hooks::TestHooks;
 use super::log::{Appended, LogSettings, PartitionLog};
-use super::log_view::{LogPosition, LogView};
+use super::log_view::{FetchPosition, LogView};
 use super::metrics::{PartitionMetrics, PartitionStats};
 use super::poison::Poison;
 use super::read_slice::ReadSlice;
@@ -142,6 +142,37 @@ impl Partition {
         records: RecordSet,
         ack: AckPolicy,
     ) -> Result<Option<Appended>, StorageError> {
+        match self.queue_append(records, ack, None).await? {
+            None => Ok(None),
+            Some(answer) => answer.wait(self).await.map(Some),
+        }
+    }
+
+    /// [`Partition::append`] in two steps, for a session that pipelines: returns once the batch
+    /// is queued (its place among the partition's appends, and so its offsets' order, is then
+    /// fixed), with what to wait on. `Ok(None)` for ack NONE. [`Written`] tells when the batch
+    /// is written and visible to readers (WRITTEN and FORCED alike: before a FORCED batch's
+    /// fsync); [`AppendAnswer`] carries the answer `append` would give. Dropping either does not
+    /// withdraw the batch.
+    pub async fn append_queued(
+        &self,
+        records: RecordSet,
+        ack: AckPolicy,
+    ) -> Result<Option<(Written, AppendAnswer)>, StorageError> {
+        if ack == AckPolicy::None {
+            return self.queue_append(records, ack, None).await.map(|_| None);
+        }
+        let (written, written_rx) = oneshot::channel();
+        let answer = self.queue_append(records, ack, Some(written)).await?;
+        Ok(answer.map(|answer| (Written(written_rx), answer)))
+    }
+
+    async fn queue_append(
+        &self,
+        records: RecordSet,
+        ack: AckPolicy,
+        written: Option<oneshot::Sender<()>>,
+    ) -> Result<Option<AppendAnswer>, StorageError> {
         let largest = records.max_payload_len();
         if largest > self.max_payload_bytes {
             return Err(StorageError::RecordTooLarge {
@@ -162,15 +193,10 @@ impl Partition {
             records,
             ack,
             reply,
+            written,
             slot,
         })?;
-        let Some(answer) = answer else {
-            return Ok(None);
-        };
-        match answer.await {
-            Ok(result) => result.map(Some),
-            Err(_) => Err(self.stopped()),
-        }
+        Ok(answer.map(AppendAnswer))
     }
 
     /// First offset still in the log (moves forward with retention).
@@ -183,53 +209,49 @@ impl Partition {
         self.view.high_watermark()
     }
 
-    /// Waits until at least `max(min_bytes, 1)` bytes of records exist past `fetch_offset`, or
-    /// until `deadline`. Returns at once when `fetch_offset` is outside the log (the read that
-    /// follows answers OFFSET_OUT_OF_RANGE). Woken by the writer publishing a new high
-    /// watermark, never by polling; holds no segment while it waits, so it never delays
-    /// retention.
+    /// Finds where the record at `fetch_offset` starts (a walk of at most one index interval
+    /// from the sparse index entry before it), waiting for the disk if it must: call it off the
+    /// runtime threads. The [`FetchPosition`] pins nothing. [`StorageError::OffsetOutOfRange`]
+    /// outside `[log_start_offset, high_watermark]`.
+    pub fn locate(&self, fetch_offset: i64) -> Result<FetchPosition, StorageError> {
+        Ok(self
+            .view
+            .locate(fetch_offset, false)?
+            .expect("a lookup that may wait for the disk always ends"))
+    }
+
+    /// [`Partition::locate`] for a thread that must not wait for the disk: `Ok(None)` when the
+    /// walk needs bytes the page cache does not hold — then call [`Partition::locate`] where
+    /// waiting is fine.
+    pub fn locate_cached(&self, fetch_offset: i64) -> Result<Option<FetchPosition>, StorageError> {
+        self.view.locate(fetch_offset, true)
+    }
+
+    /// The raw bytes from a located record: `min(max_bytes, rest of that segment)`, possibly
+    /// ending mid-record, never crossing a segment boundary; empty at the high watermark. No
+    /// lookup (a binary search of the segment list). The slice pins its segment until dropped.
+    /// `None` when `at` no longer leads to a record — retention dropped its segment, or `at` was
+    /// the end of the log and the log rolled since — and the FETCH must locate again. The
+    /// slice's bytes are not read; see [`ReadSlice::is_cached`].
+    pub fn slice_at(&self, at: &FetchPosition, max_bytes: u32) -> Option<ReadSlice> {
+        self.view.slice_at(at, max_bytes)
+    }
+
+    /// Waits until at least `max(min_bytes, 1)` bytes of records exist past the located record
+    /// `from`, or until `deadline`: the FETCH v2 long poll. Woken by the writer publishing a new
+    /// log end, never by polling. Compares byte counts only: it holds no segment and does no
+    /// lookup while it waits, so it never delays retention and never reads the disk.
     pub async fn wait_for_bytes(
         &self,
-        fetch_offset: i64,
+        from: &FetchPosition,
         min_bytes: u64,
         deadline: tokio::time::Instant,
     ) {
         let wanted = min_bytes.max(1);
         let mut ends = self.view.subscribe();
-        let mut start_bytes = None;
         loop {
             let end = *ends.borrow_and_update();
-            if start_bytes.is_none() {
-                if fetch_offset < self.view.log_start_offset() {
-                    return;
-                }
-                if fetch_offset < end.high_watermark {
-                    let position = match self.view.cached_log_position_of(fetch_offset) {
-                        LogPosition::At(position) => Some(position),
-                        LogPosition::NotInLog => None,
-                        // The walk to the record needs the disk: not on this (runtime) thread.
-                        LogPosition::NeedsDisk => {
-                            let view = Arc::clone(&self.view);
-                            tokio::task::spawn_blocking(move || view.log_position_of(fetch_offset))
-                                .await
-                                .ok()
-                                .flatten()
-                        }
-                    };
-                    match position {
-                        Some(position) => start_bytes = Some(position),
-                        None => return,
-                    }
-                } else if fetch_offset == end.high_watermark {
-                    start_bytes = Some(end.log_bytes);
-                } else if fetch_offset > self.view.high_watermark() {
-                    return;
-                }
-                // Otherwise the watermark moved past `end` already; the next update catches up.
-            }
-            if let Some(start) = start_bytes
-                && end.log_bytes.saturating_sub(start) >= wanted
-            {
+            if end.log_bytes.saturating_sub(from.log_bytes()) >= wanted {
                 return;
             }
             match tokio::time::timeout_at(deadline, ends.changed()).await {
@@ -240,24 +262,13 @@ impl Partition {
         }
     }
 
-    /// The raw bytes from the record at `fetch_offset`: `min(max_bytes, rest of that segment)`,
-    /// possibly ending mid-record, never crossing a segment boundary. Empty at the high
-    /// watermark; [`StorageError::OffsetOutOfRange`] outside `[log_start_offset,
-    /// high_watermark]`. The slice pins its segment until dropped.
+    /// The raw bytes from the record at `fetch_offset`: [`Partition::locate`], then
+    /// [`Partition::slice_at`]. Empty at the high watermark;
+    /// [`StorageError::OffsetOutOfRange`] outside `[log_start_offset, high_watermark]`. Waits
+    /// for the disk if the lookup must (for tests and tools; the server locates through its
+    /// bounded cold-read dispatcher). The slice pins its segment until dropped.
     pub fn read(&self, fetch_offset: i64, max_bytes: u32) -> Result<ReadSlice, StorageError> {
         self.view.read(fetch_offset, max_bytes)
-    }
-
-    /// [`Partition::read`] for a thread that must not wait for the disk: `None` when finding
-    /// the record (a walk of at most one index interval from the sparse index entry before it)
-    /// needs bytes the page cache does not hold — then call [`Partition::read`] where waiting is
-    /// fine. The slice's bytes themselves are not read; see [`ReadSlice::is_cached`].
-    pub fn read_cached(
-        &self,
-        fetch_offset: i64,
-        max_bytes: u32,
-    ) -> Result<Option<ReadSlice>, StorageError> {
-        self.view.read_cached(fetch_offset, max_bytes)
     }
 
     /// Applies the retention policy now (it also runs every `retention_check_interval_ms`).
@@ -329,6 +340,40 @@ impl Drop for Partition {
     fn drop(&mut self) {
         if let Err(error) = self.close() {
             tracing::warn!(topic = %self.topic, partition = self.id, %error, "closing partition on drop failed");
+        }
+    }
+}
+
+/// Tells when a queued batch is written and its offsets visible to readers; see
+/// [`Partition::append_queued`].
+#[derive(Debug)]
+pub struct Written(oneshot::Receiver<()>);
+
+impl Written {
+    /// Returns once the batch is written, or once its append failed (its [`AppendAnswer`] then
+    /// carries the error).
+    pub async fn wait(self) {
+        let _ = self.0.await;
+    }
+
+    /// True once [`Written::wait`] would return at once.
+    pub fn is_done(&mut self) -> bool {
+        !matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    }
+}
+
+/// The answer to a queued append; see [`Partition::append_queued`].
+#[derive(Debug)]
+pub struct AppendAnswer(oneshot::Receiver<Result<Appended, StorageError>>);
+
+impl AppendAnswer {
+    /// Waits for what the append's ack asks (written, or covered by an fsync) and returns what
+    /// [`Partition::append`] would. `partition` is the one the batch was queued to: it names
+    /// the reason when the writer stopped without answering.
+    pub async fn wait(self, partition: &Partition) -> Result<Appended, StorageError> {
+        match self.0.await {
+            Ok(result) => result,
+            Err(_) => Err(partition.stopped()),
         }
     }
 }

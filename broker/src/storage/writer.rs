@@ -67,6 +67,10 @@ pub(crate) enum Command {
         records: RecordSet,
         ack: AckPolicy,
         reply: Option<AppendReply>,
+        /// Told as soon as the batch is written and its offsets visible to readers (before the
+        /// group's fsync); dropped unsent when the append fails. Lets a pipelining session
+        /// apply a read after a FORCED append without waiting for that append's fsync.
+        written: Option<oneshot::Sender<()>>,
         /// The batch's room in the queue, released when the writer has handled it.
         slot: QueueSlot,
     },
@@ -277,6 +281,7 @@ impl Writer {
                 records,
                 ack,
                 reply,
+                written,
                 slot,
             } => {
                 let result = self.poison.check().and_then(|()| {
@@ -291,6 +296,9 @@ impl Writer {
                 });
                 if result.is_ok() {
                     self.metrics.appended(records.count());
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                    }
                 }
                 match (ack, result, reply) {
                     (AckPolicy::Forced, Ok(appended), Some(reply)) => {
