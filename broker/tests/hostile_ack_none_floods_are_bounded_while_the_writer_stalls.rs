@@ -3,7 +3,7 @@
 //! writer stalls (a slow disk, dirty-page throttling), a NONE flood must therefore block the
 //! client after a bounded amount of memory — not fill the broker's heap with queued batches.
 //!
-//! The writer is held with the storage's test hook, the client floods 1 MiB NONE batches
+//! The writer is held by a stalled disk (the storage's simulated I/O), the client floods 1 MiB NONE batches
 //! without reading, and its writes must block before [`FLOOD_LIMIT_BYTES`], with no more than
 //! the storage's `writer_queue_bytes` (64 MiB by default) of batches queued for the writer.
 
@@ -14,6 +14,7 @@ mod hostile_support;
 use std::time::Duration;
 
 use booblik_broker::storage::config::DEFAULT_WRITER_QUEUE_BYTES;
+use booblik_broker::storage::test_io::SimIo;
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use hostile_support::{
     FloodEnd, assert_no_panics, assert_serves, watch_panics, write_until_blocked,
@@ -33,9 +34,11 @@ const STALL: Duration = Duration::from_secs(2);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
     watch_panics();
+    let disk = std::sync::Arc::new(SimIo::new());
     let broker = TestBroker::start_with(|config| {
         // Room for 1 MiB records.
         config.storage.segment_bytes = 16 * 1024 * 1024;
+        config.storage.io = std::sync::Arc::clone(&disk) as _;
     })
     .await;
     let addr = broker.broker.local_addr();
@@ -48,7 +51,8 @@ async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
     assert_eq!(queue_budget_bytes, DEFAULT_WRITER_QUEUE_BYTES);
 
     let (end, written, queued) = {
-        let _stalled = partition.test_hooks().pause_writer();
+        // The writer stops inside its first batch's write (the reservation of its blocks).
+        let _stalled = disk.stall();
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let (end, written) =
             write_until_blocked(&mut stream, &frame, STALL, FLOOD_LIMIT_BYTES).await;

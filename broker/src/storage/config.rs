@@ -6,10 +6,12 @@
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use booblik_protocol::RECORD_HEADER_BYTES;
 
 use super::error::StorageError;
+use super::io::{RealIo, StorageIo};
 
 /// Default capacity of one segment file: 512 MiB.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 512 * 1024 * 1024;
@@ -108,6 +110,9 @@ pub struct StorageConfig {
     pub writer_queue_bytes: u64,
     /// How often each writer checks retention.
     pub retention_check_interval_ms: u64,
+    /// What every file change and fsync of the storage goes through: [`RealIo`] (the file
+    /// system) unless a test passes a simulation.
+    pub io: Arc<dyn StorageIo>,
 }
 
 impl Default for StorageConfig {
@@ -122,6 +127,7 @@ impl Default for StorageConfig {
             writer_queue_depth: DEFAULT_WRITER_QUEUE_DEPTH,
             writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            io: Arc::new(RealIo),
         }
     }
 }

@@ -35,7 +35,7 @@ pub struct Partition {
     queue: WriterQueue,
     poison: Arc<Poison>,
     metrics: Arc<PartitionMetrics>,
-    hooks: Arc<TestHooks>,
+    hooks: TestHooks,
     closed: AtomicBool,
     writer: Mutex<Option<JoinHandle<Result<(), StorageError>>>>,
 }
@@ -62,8 +62,7 @@ impl Partition {
         let label = format!("{topic}-{id}");
         let dir = config.data_dir.join(&label);
         let metrics = Arc::new(PartitionMetrics::new(topic.as_str(), id));
-        let hooks = Arc::new(TestHooks::default());
-        let durability = Durability::new(Arc::clone(&hooks), Arc::clone(&metrics));
+        let durability = Durability::new(Arc::clone(&config.io), Arc::clone(&metrics));
         create_dir_durably(&dir, &config.data_dir, &durability)?;
         let settings = LogSettings {
             write_mode: config.write_mode,
@@ -86,7 +85,6 @@ impl Partition {
             commands,
             poison: Arc::clone(&poison),
             metrics: Arc::clone(&metrics),
-            hooks: Arc::clone(&hooks),
             retention_check_interval: Duration::from_millis(config.retention_check_interval_ms),
         }
         .spawn()
@@ -99,7 +97,7 @@ impl Partition {
             queue,
             poison,
             metrics,
-            hooks,
+            hooks: TestHooks::default(),
             closed: AtomicBool::new(false),
             writer: Mutex::new(Some(writer)),
         })
@@ -305,7 +303,8 @@ impl Partition {
         }
     }
 
-    /// Failure injection for tests; see [`TestHooks`].
+    /// The cold-read gate for tests; see [`TestHooks`]. (Write-path faults are injected through
+    /// [`StorageConfig::io`].)
     #[doc(hidden)]
     pub fn test_hooks(&self) -> &TestHooks {
         &self.hooks
@@ -342,6 +341,9 @@ fn create_dir_durably(
     if dir.is_dir() {
         return Ok(());
     }
-    std::fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+    durability
+        .io()
+        .create_dir_all(dir)
+        .context(|| format!("creating {}", dir.display()))?;
     durability.sync_dir(parent)
 }

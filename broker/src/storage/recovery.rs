@@ -41,7 +41,7 @@
 //! number of bytes discarded. A zero length counts as such when anything but zeros follows it
 //! within [`TAIL_PEEK_BYTES`]; a tail of zeros is unwritten space, cleared with an `info` line.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -139,7 +139,8 @@ pub(crate) fn recover_partition(
     let mut examined: Vec<ExaminedSegment> = Vec::with_capacity(count);
     for (n, (base_offset, path)) in listing.segments.into_iter().enumerate() {
         let is_last = n + 1 == count;
-        let segment = examine_segment(base_offset, path, is_last, index_interval_bytes)?;
+        let segment =
+            examine_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
         if let Some(previous) = examined.last() {
             check_continuity(previous, &segment.segment)?;
         }
@@ -253,7 +254,9 @@ fn remove_leftovers(
     durability: &Durability,
 ) -> Result<(), StorageError> {
     for path in leftovers {
-        std::fs::remove_file(path)
+        durability
+            .io()
+            .remove_file(path)
             .context(|| format!("removing retired segment {}", path.display()))?;
         info!(path = %path.display(), "removed a segment retired before the last stop");
     }
@@ -269,10 +272,10 @@ fn examine_segment(
     path: PathBuf,
     is_last: bool,
     index_interval_bytes: u32,
+    durability: &Durability,
 ) -> Result<ExaminedSegment, StorageError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
+    let file = durability
+        .io()
         .open(&path)
         .context(|| format!("opening segment {}", path.display()))?;
     let file_len = file
@@ -430,7 +433,9 @@ fn cut_tail(
     len: u64,
     durability: &Durability,
 ) -> Result<(), StorageError> {
-    file.set_len(len)
+    durability
+        .io()
+        .set_len(file, len)
         .context(|| format!("truncating {} to {len} bytes", path.display()))?;
     durability.sync_all(file, path)
 }
@@ -669,7 +674,7 @@ mod tests {
 
     fn durability() -> Durability {
         Durability::new(
-            std::sync::Arc::new(crate::storage::hooks::TestHooks::default()),
+            std::sync::Arc::new(crate::storage::io::RealIo),
             std::sync::Arc::new(crate::storage::metrics::PartitionMetrics::new("t", 0)),
         )
     }

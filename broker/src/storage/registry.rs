@@ -46,7 +46,9 @@ impl Storage {
         topics: &[(TopicName, u32)],
     ) -> Result<Storage, StorageError> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir)
+        config
+            .io
+            .create_dir_all(&config.data_dir)
             .context(|| format!("creating data directory {}", config.data_dir.display()))?;
         let lock = lock_data_dir(&config.data_dir)?;
         let mut storage = Storage {

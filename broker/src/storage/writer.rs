@@ -47,7 +47,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tracing::{error, warn};
 
 use super::error::StorageError;
-use super::hooks::TestHooks;
 use super::log::{Appended, PartitionLog};
 use super::metrics::PartitionMetrics;
 use super::poison::Poison;
@@ -218,7 +217,6 @@ pub(crate) struct Writer {
     pub(crate) commands: mpsc::Receiver<Command>,
     pub(crate) poison: Arc<Poison>,
     pub(crate) metrics: Arc<PartitionMetrics>,
-    pub(crate) hooks: Arc<TestHooks>,
     pub(crate) retention_check_interval: Duration,
 }
 
@@ -245,7 +243,6 @@ impl Writer {
                 // Every sender is gone without a Close: stop the same way.
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            self.hooks.pass_writer_gate();
             let mut group = ForcedGroup::default();
             closing = self.handle(first, &mut group);
             let mut handled = 1;
