@@ -24,10 +24,11 @@
 //! 2. The test drops the storage and calls [`SimIo::power_loss`], which rewrites the
 //!    directories to what the disk would hold: every durable name with its file's durable
 //!    image; names that were never made durable vanish, removed names come back. With
-//!    [`PowerLoss::Reordered`] a seeded subset of the 4 KiB pages written since the file's last
-//!    fsync survives as well (write-back in any order), the file's size is either the durable or
-//!    the current one, and one more such page is torn: only a prefix of its 512-byte sectors
-//!    made it.
+//!    [`PowerLoss::InOrder`] a seeded prefix of the 4 KiB pages written since the file's last
+//!    fsync survives as well (write-back in file order), and the page after it may be torn:
+//!    only a prefix of its 512-byte sectors made it; with [`PowerLoss::AnyOrder`] a seeded
+//!    subset of those pages survives (write-back in any order) and one more is torn. Either
+//!    way the file's size is the durable or the current one.
 //! 3. The storage reopens over that image, through the same `SimIo`, which starts again from
 //!    "everything on disk is durable".
 //!
@@ -57,10 +58,17 @@ pub const SECTOR_BYTES: usize = 512;
 pub enum PowerLoss {
     /// Exactly the durable image: every byte no fsync covered is lost.
     DurableOnly,
-    /// The durable image plus a random subset (from `seed`) of the pages written since each
-    /// file's last fsync, each file's size either the durable or the current one, and one torn
-    /// page.
-    Reordered {
+    /// Write-back in file order: the durable image plus, per file, the first k (from `seed`)
+    /// of the pages written since its last fsync, the page after them torn or not, and the
+    /// file's size either the durable or the current one.
+    InOrder {
+        /// Seed of the choices.
+        seed: u64,
+    },
+    /// Write-back in any order: the durable image plus a random subset (from `seed`) of the
+    /// pages written since each file's last fsync, one more such page torn, and each file's
+    /// size either the durable or the current one.
+    AnyOrder {
         /// Seed of the choices.
         seed: u64,
     },
@@ -250,9 +258,10 @@ impl SimIo {
             Self::take_crash(&mut state)?;
         }
         let crash = state.crash.take().expect("taken above");
-        let mut choices = match loss {
-            PowerLoss::DurableOnly => None,
-            PowerLoss::Reordered { seed } => Some(Choices(seed)),
+        let (mut choices, any_order) = match loss {
+            PowerLoss::DurableOnly => (None, false),
+            PowerLoss::InOrder { seed } => (Some(Choices(seed)), false),
+            PowerLoss::AnyOrder { seed } => (Some(Choices(seed)), true),
         };
         let mut report = PowerLossReport::default();
         for path in crash.current_names.keys() {
@@ -273,7 +282,7 @@ impl SimIo {
             let durable = crash.durable.get(id).cloned().unwrap_or_default();
             let bytes = match (&mut choices, crash.current.get(id)) {
                 (Some(choices), Some(current)) => {
-                    mix(&durable, current, choices, &mut torn, &mut report)
+                    mix(&durable, current, any_order, choices, &mut torn, &mut report)
                 }
                 _ => durable,
             };
@@ -378,10 +387,12 @@ impl SimIo {
     }
 }
 
-/// The durable bytes of a file plus what a reordered write-back kept of `current`.
+/// The durable bytes of a file plus what write-back (in file order or any order) kept of
+/// `current`.
 fn mix(
     durable: &[u8],
     current: &[u8],
+    any_order: bool,
     choices: &mut Choices,
     torn: &mut bool,
     report: &mut PowerLossReport,
@@ -400,17 +411,25 @@ fn mix(
         out.resize(PAGE_BYTES, 0);
         out
     };
-    for page in 0..len.div_ceil(PAGE_BYTES) {
+    let unsynced: Vec<usize> = (0..len.div_ceil(PAGE_BYTES))
+        .filter(|&page| page_of(&bytes, page) != page_of(current, page))
+        .collect();
+    // In file order: the first `in_order_kept` unsynced pages made it, the next may be torn.
+    let in_order_kept = choices.below(unsynced.len() as u64 + 1) as usize;
+    for (n, &page) in unsynced.iter().enumerate() {
         let now = page_of(current, page);
-        if page_of(&bytes, page) == now {
-            continue;
-        }
         let start = page * PAGE_BYTES;
         let end = (start + PAGE_BYTES).min(len);
-        if choices.coin() {
+        let keep = if any_order {
+            choices.coin()
+        } else {
+            n < in_order_kept
+        };
+        let may_tear = any_order || n == in_order_kept;
+        if keep {
             bytes[start..end].copy_from_slice(&now[..end - start]);
             report.unsynced_pages_kept += 1;
-        } else if !*torn && choices.below(4) == 0 {
+        } else if may_tear && !*torn && choices.below(4) == 0 {
             // A torn page: its first sectors were written, the rest not.
             let sectors = 1 + choices.below((PAGE_BYTES / SECTOR_BYTES - 1) as u64) as usize;
             let cut = (start + sectors * SECTOR_BYTES).min(end);
