@@ -5,7 +5,8 @@
 //!
 //! The writer is held by a stalled disk (the storage's simulated I/O), the client floods 1 MiB NONE batches
 //! without reading, and its writes must block before [`FLOOD_LIMIT_BYTES`], with no more than
-//! the storage's `writer_queue_bytes` (64 MiB by default) of batches queued for the writer.
+//! the storage's `writer_queue_bytes` (set to 64 MiB here; the broker-wide default is 256 MiB)
+//! of batches queued for the writer.
 
 mod support;
 
@@ -13,7 +14,6 @@ mod hostile_support;
 
 use std::time::Duration;
 
-use booblik_broker::storage::config::DEFAULT_WRITER_QUEUE_BYTES;
 use booblik_broker::storage::test_io::SimIo;
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use hostile_support::{
@@ -28,6 +28,8 @@ const RECORD_BYTES: usize = 1024 * 1024;
 /// socket buffers (tens of MiB) plus a bounded queue, far below what the broker would hold if
 /// it queued without bound.
 const FLOOD_LIMIT_BYTES: u64 = 256 * 1024 * 1024;
+/// The writer queues' byte budget of this test's broker.
+const QUEUE_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
 /// A write that makes no progress for this long counts as blocked.
 const STALL: Duration = Duration::from_secs(2);
 
@@ -39,6 +41,8 @@ async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
         // Room for 1 MiB records.
         config.storage.segment_bytes = 16 * 1024 * 1024;
         config.storage.io = std::sync::Arc::clone(&disk) as _;
+        // Well below FLOOD_LIMIT_BYTES, so a bounded queue shows as a blocked client.
+        config.storage.writer_queue_bytes = QUEUE_BUDGET_BYTES;
     })
     .await;
     let addr = broker.broker.local_addr();
@@ -48,7 +52,7 @@ async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
     produce_request(1, "solo", 0, AckPolicy::None, &[&record]).encode(&mut frame);
 
     let queue_budget_bytes = broker.broker.storage().config().writer_queue_bytes;
-    assert_eq!(queue_budget_bytes, DEFAULT_WRITER_QUEUE_BYTES);
+    assert_eq!(queue_budget_bytes, QUEUE_BUDGET_BYTES);
 
     let (end, written, queued) = {
         // The writer stops inside its first batch's write (the reservation of its blocks).

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_protocol::AckPolicy;
-use storage_support::{MODES, config, config_with_sim, open, partition, payload, read_all, records};
+use storage_support::{
+    MODES, config, config_with_sim, open, partition, payload, read_all, records,
+};
 
 const PRODUCERS: u64 = 200;
 

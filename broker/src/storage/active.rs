@@ -237,9 +237,11 @@ impl ActiveSegment {
             for payload in payloads {
                 encode_record(payload, &mut self.scratch);
             }
-            let written =
-                self.io
-                    .write_all_at(self.segment.file(), &self.scratch, u64::from(start.position));
+            let written = self.io.write_all_at(
+                self.segment.file(),
+                &self.scratch,
+                u64::from(start.position),
+            );
             // One large batch must not keep its buffer for the rest of the segment.
             if self.scratch.capacity() > SCRATCH_RETAINED_BYTES {
                 self.scratch = Vec::with_capacity(SCRATCH_RETAINED_BYTES);
@@ -387,8 +389,8 @@ mod tests {
 
     use super::*;
     use crate::storage::io::StorageIo;
-    use crate::storage::test_io::SimIo;
     use crate::storage::metrics::PartitionMetrics;
+    use crate::storage::test_io::SimIo;
 
     thread_local! {
         /// This test's simulated disk (each test runs on its own thread).
@@ -406,14 +408,20 @@ mod tests {
     const INDEX_INTERVAL_BYTES: u32 = 4096;
 
     fn durability() -> Durability {
-        Durability::new(
-            sim(),
-            Arc::new(PartitionMetrics::new("t", 0)),
-        )
+        Durability::new(sim(), Arc::new(PartitionMetrics::new("t", 0)))
     }
 
     fn create(dir: &Path, mode: WriteMode, capacity_bytes: u64) -> ActiveSegment {
-        ActiveSegment::create(dir, 0, 0, mode, capacity_bytes, INDEX_INTERVAL_BYTES, &sim()).unwrap()
+        ActiveSegment::create(
+            dir,
+            0,
+            0,
+            mode,
+            capacity_bytes,
+            INDEX_INTERVAL_BYTES,
+            &sim(),
+        )
+        .unwrap()
     }
 
     /// Bytes of disk the file really holds.
@@ -447,6 +455,23 @@ mod tests {
     }
 
     #[test]
+    fn a_large_file_batch_does_not_keep_its_scratch_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::File, 8 * 1024 * 1024);
+        active
+            .write(&[&vec![1u8; 2 * SCRATCH_RETAINED_BYTES]])
+            .unwrap();
+        assert!(
+            active.scratch.capacity() <= SCRATCH_RETAINED_BYTES,
+            "{} bytes of scratch kept after a large batch",
+            active.scratch.capacity()
+        );
+        active.write(&[&[2u8; 100]]).unwrap();
+        assert!(active.scratch.capacity() <= SCRATCH_RETAINED_BYTES);
+        assert_eq!(active.written.record_count, 2);
+    }
+
+    #[test]
     fn a_reservation_never_passes_the_segment_capacity() {
         let dir = tempfile::tempdir().unwrap();
         let capacity = 64 * 1024;
@@ -468,9 +493,13 @@ mod tests {
         active.publish();
         let segment = Arc::clone(active.segment());
         drop(active);
-        let mut resumed =
-            ActiveSegment::resume(segment, WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES, &sim())
-                .unwrap();
+        let mut resumed = ActiveSegment::resume(
+            segment,
+            WriteMode::Mapped,
+            4 * ALLOCATION_CHUNK_BYTES,
+            &sim(),
+        )
+        .unwrap();
         let records = u64::from(resumed.written.position);
         assert_eq!(resumed.allocated_bytes, records);
         resumed.write(&[&[9u8; 10]]).unwrap();

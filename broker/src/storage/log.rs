@@ -305,8 +305,8 @@ mod tests {
 
     use super::*;
     use crate::storage::io::StorageIo;
-    use crate::storage::test_io::SimIo;
     use crate::storage::metrics::PartitionMetrics;
+    use crate::storage::test_io::SimIo;
 
     thread_local! {
         /// This test's simulated disk (each test runs on its own thread).
@@ -336,10 +336,7 @@ mod tests {
                 retention_ms: None,
             },
         };
-        let durability = Durability::new(
-            sim(),
-            Arc::new(PartitionMetrics::new("t", 0)),
-        );
+        let durability = Durability::new(sim(), Arc::new(PartitionMetrics::new("t", 0)));
         PartitionLog::open(dir.to_path_buf(), settings, durability).unwrap()
     }
 

@@ -231,7 +231,10 @@ impl SimIo {
     /// model only.
     pub fn crash_after(&self, calls: u64) {
         let mut state = lock(&self.state);
-        assert!(state.model.is_some(), "crash_after needs SimIo::with_power_loss");
+        assert!(
+            state.model.is_some(),
+            "crash_after needs SimIo::with_power_loss"
+        );
         state.crash_at = Some(state.calls + calls.max(1));
     }
 
@@ -281,15 +284,22 @@ impl SimIo {
         for (path, id) in &crash.durable_names {
             let durable = crash.durable.get(id).cloned().unwrap_or_default();
             let bytes = match (&mut choices, crash.current.get(id)) {
-                (Some(choices), Some(current)) => {
-                    mix(&durable, current, any_order, choices, &mut torn, &mut report)
-                }
+                (Some(choices), Some(current)) => mix(
+                    &durable,
+                    current,
+                    any_order,
+                    choices,
+                    &mut torn,
+                    &mut report,
+                ),
                 _ => durable,
             };
             std::fs::write(path, &bytes)?;
             let file_id = model.next_id;
             model.next_id += 1;
-            model.by_inode.insert(inode(&std::fs::metadata(path)?), file_id);
+            model
+                .by_inode
+                .insert(inode(&std::fs::metadata(path)?), file_id);
             model.names.insert(path.clone(), file_id);
             model.durable_names.insert(path.clone(), file_id);
             model.durable.insert(file_id, bytes);
