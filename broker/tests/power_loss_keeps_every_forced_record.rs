@@ -64,12 +64,11 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 fn run_seeds(mode: WriteMode) {
-    let seeds = match env_u64("BOOBLIK_POWER_LOSS_SEED") {
-        Some(seed) => seed..seed + 1,
-        None => {
-            let first = env_u64("BOOBLIK_POWER_LOSS_FIRST_SEED").unwrap_or(0);
-            first..first + env_u64("BOOBLIK_POWER_LOSS_SEEDS").unwrap_or(DEFAULT_SEEDS)
-        }
+    let seeds = if let Some(seed) = env_u64("BOOBLIK_POWER_LOSS_SEED") {
+        seed..seed + 1
+    } else {
+        let first = env_u64("BOOBLIK_POWER_LOSS_FIRST_SEED").unwrap_or(0);
+        first..first + env_u64("BOOBLIK_POWER_LOSS_SEEDS").unwrap_or(DEFAULT_SEEDS)
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -88,11 +87,19 @@ fn run_seeds(mode: WriteMode) {
                  -p booblik-broker --test power_loss_keeps_every_forced_record {}",
                 mode.name()
             ),
-            Err(_) => panic!(
-                "{mode} seed {seed} panicked (above)\nreplay: BOOBLIK_POWER_LOSS_SEED={seed} \
-                 cargo test -p booblik-broker --test power_loss_keeps_every_forced_record {}",
-                mode.name()
-            ),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)");
+                panic!(
+                    "{mode} seed {seed} panicked: {message}\nreplay: \
+                     BOOBLIK_POWER_LOSS_SEED={seed} cargo test -p booblik-broker --test \
+                     power_loss_keeps_every_forced_record {}",
+                    mode.name()
+                )
+            }
         }
     }
     eprintln!(
@@ -102,7 +109,7 @@ fn run_seeds(mode: WriteMode) {
         started.elapsed().as_secs_f64(),
         totals.forced_acknowledged,
         totals.recovered,
-        totals.crashed_mid_run,
+        totals.crashed_mid_workload,
         totals.reordered,
         totals.torn,
     );
@@ -111,7 +118,7 @@ fn run_seeds(mode: WriteMode) {
     if count >= 100 {
         assert!(totals.forced_acknowledged > count, "too few FORCED acks");
         assert!(
-            totals.crashed_mid_run * 4 > count,
+            totals.crashed_mid_workload * 4 > count,
             "too few mid-run crashes"
         );
         assert!(
@@ -125,7 +132,7 @@ fn run_seeds(mode: WriteMode) {
 struct Totals {
     forced_acknowledged: u64,
     recovered: u64,
-    crashed_mid_run: u64,
+    crashed_mid_workload: u64,
     reordered: u64,
     torn: u64,
 }
@@ -134,7 +141,7 @@ impl Totals {
     fn add(&mut self, run: &Run) {
         self.forced_acknowledged += run.forced_acknowledged;
         self.recovered += run.recovered;
-        self.crashed_mid_run += u64::from(run.crashed_mid_run);
+        self.crashed_mid_workload += u64::from(run.crashed_mid_workload);
         self.reordered += u64::from(run.reordered);
         self.torn += u64::from(run.torn);
     }
@@ -145,7 +152,7 @@ impl Totals {
 struct Run {
     forced_acknowledged: u64,
     recovered: u64,
-    crashed_mid_run: bool,
+    crashed_mid_workload: bool,
     reordered: bool,
     torn: bool,
 }
@@ -243,7 +250,7 @@ async fn one_seed(seed: u64, mode: WriteMode) -> Result<Run, String> {
         }
     }
     drain(&part).await;
-    run.crashed_mid_run = sim.has_crashed();
+    run.crashed_mid_workload = sim.has_crashed();
     sim.crash_now().unwrap();
     let log_start_before = part.log_start_offset();
     drop(part);

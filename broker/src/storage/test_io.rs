@@ -96,12 +96,18 @@ pub struct SimIo {
     resumed: Condvar,
 }
 
+/// Faults armed by the test.
 #[derive(Debug, Default)]
-struct State {
+struct Faults {
     fail_next_fsync: bool,
     fail_next_directory_fsync: bool,
-    free_bytes: Option<u64>,
     refuse_new_files: bool,
+    free_bytes: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    faults: Faults,
     stalled: bool,
     /// Calls seen so far.
     calls: u64,
@@ -194,25 +200,25 @@ impl SimIo {
 
     /// The next fsync of any kind (file data, file, directory) fails with an I/O error.
     pub fn fail_next_fsync(&self) {
-        lock(&self.state).fail_next_fsync = true;
+        lock(&self.state).faults.fail_next_fsync = true;
     }
 
     /// The next *directory* fsync fails, file fsyncs are left alone: a test can then tell that
     /// a directory fsync happened where it must (after a segment roll).
     pub fn fail_next_directory_fsync(&self) {
-        lock(&self.state).fail_next_directory_fsync = true;
+        lock(&self.state).faults.fail_next_directory_fsync = true;
     }
 
     /// From now on the disk has `free` bytes left for `fallocate` and `pwrite` (`None`: the
     /// real disk's).
     pub fn set_free_bytes(&self, free: Option<u64>) {
-        lock(&self.state).free_bytes = free;
+        lock(&self.state).faults.free_bytes = free;
     }
 
     /// From now on new files cannot be created (`ENOSPC`: no free inode, or no block for the
     /// directory entry), however many bytes are free.
     pub fn refuse_new_files(&self, refuse: bool) {
-        lock(&self.state).refuse_new_files = refuse;
+        lock(&self.state).faults.refuse_new_files = refuse;
     }
 
     /// Holds every call (a stalled disk) until the guard is dropped: a partition's writer stops
@@ -360,7 +366,7 @@ impl SimIo {
     /// The fsync of `file`: the injected failure, or the durable image taken now.
     fn sync_file(&self, file: &File) -> std::io::Result<()> {
         let mut state = self.enter()?;
-        if std::mem::take(&mut state.fail_next_fsync) {
+        if std::mem::take(&mut state.faults.fail_next_fsync) {
             return Err(injected("fsync"));
         }
         let Some(model) = state.model.as_mut() else {
@@ -469,7 +475,7 @@ impl Drop for Stall<'_> {
 impl StorageIo for SimIo {
     fn create_new(&self, path: &Path) -> std::io::Result<File> {
         let mut state = self.enter()?;
-        if state.refuse_new_files {
+        if state.faults.refuse_new_files {
             return Err(Errno::NOSPC.into());
         }
         let file = RealIo.create_new(path)?;
@@ -493,9 +499,9 @@ impl StorageIo for SimIo {
 
     fn write_all_at(&self, file: &File, bytes: &[u8], position: u64) -> std::io::Result<()> {
         let mut state = self.enter()?;
-        if let Some(free) = state.free_bytes {
+        if let Some(free) = state.faults.free_bytes {
             let room = free.min(bytes.len() as u64);
-            state.free_bytes = Some(free - room);
+            state.faults.free_bytes = Some(free - room);
             if room < bytes.len() as u64 {
                 // What a real full disk does: a short write, then the error.
                 RealIo.write_all_at(file, &bytes[..room as usize], position)?;
@@ -512,11 +518,11 @@ impl StorageIo for SimIo {
 
     fn allocate(&self, file: &File, from: u64, to: u64) -> std::io::Result<()> {
         let mut state = self.enter()?;
-        if let Some(free) = state.free_bytes {
+        if let Some(free) = state.faults.free_bytes {
             if free < to - from {
                 return Err(Errno::NOSPC.into());
             }
-            state.free_bytes = Some(free - (to - from));
+            state.faults.free_bytes = Some(free - (to - from));
         }
         RealIo.allocate(file, from, to)
     }
@@ -541,10 +547,10 @@ impl StorageIo for SimIo {
 
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         let mut state = self.enter()?;
-        if std::mem::take(&mut state.fail_next_fsync) {
+        if std::mem::take(&mut state.faults.fail_next_fsync) {
             return Err(injected("fsync"));
         }
-        if std::mem::take(&mut state.fail_next_directory_fsync) {
+        if std::mem::take(&mut state.faults.fail_next_directory_fsync) {
             return Err(injected("directory fsync"));
         }
         let Some(model) = state.model.as_mut() else {
