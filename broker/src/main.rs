@@ -81,9 +81,14 @@ struct ServeArgs {
     /// Appends queued per partition before producers wait (backpressure).
     #[arg(long, env = "BOOBLIK_WRITER_QUEUE_DEPTH", default_value_t = 1024)]
     writer_queue_depth: usize,
-    /// Bytes of records queued per partition before producers wait (backpressure); a batch
-    /// larger than this is queued alone.
-    #[arg(long, env = "BOOBLIK_WRITER_QUEUE_BYTES", default_value_t = 67_108_864)]
+    /// Bytes of records queued for the writers of all partitions together before producers
+    /// wait (backpressure); a partition with nothing queued may always admit one batch, and a
+    /// batch larger than this is queued alone.
+    #[arg(
+        long,
+        env = "BOOBLIK_WRITER_QUEUE_BYTES",
+        default_value_t = 268_435_456
+    )]
     writer_queue_bytes: u64,
 }
 

@@ -31,8 +31,20 @@ use booblik_protocol::AckPolicy;
 use crash_support::{BrokerProcess, Conn, assert_log_has_no_panic, read_partition};
 use rand::Rng;
 
-/// Kill-and-restart rounds per write mode.
-const ROUNDS: u32 = 12;
+/// Kill-and-restart rounds per write mode, unless `BOOBLIK_CRASH_ROUNDS` says otherwise (the
+/// long run of `docs/reliability.md` §1 uses 100).
+const DEFAULT_ROUNDS: u32 = 12;
+
+fn rounds() -> u32 {
+    match std::env::var("BOOBLIK_CRASH_ROUNDS") {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|&rounds| rounds > 0)
+            .unwrap_or_else(|| panic!("BOOBLIK_CRASH_ROUNDS={value} is not a positive number")),
+        Err(_) => DEFAULT_ROUNDS,
+    }
+}
 /// Producers acknowledged after an fsync.
 const FORCED_PRODUCERS: u32 = 4;
 /// Producers acknowledged once the bytes are written.
@@ -183,7 +195,8 @@ async fn acknowledged_records_survive_repeated_sigkill(mode: &str) {
     let mut kills_during_start = 0;
     let mut starts = 0u32;
     let mut broker = BrokerProcess::start(&data, &log_path(starts), &args).await;
-    for round in 0..ROUNDS {
+    let rounds = rounds();
+    for round in 0..rounds {
         verify(&broker, &acked, mode, round).await;
 
         let addr = broker.addr();
@@ -233,7 +246,7 @@ async fn acknowledged_records_survive_repeated_sigkill(mode: &str) {
         starts += 1;
         broker = BrokerProcess::start(&data, &log_path(starts), &args).await;
     }
-    let lengths = verify(&broker, &acked, mode, ROUNDS).await;
+    let lengths = verify(&broker, &acked, mode, rounds).await;
     broker.assert_no_panic();
     broker.terminate();
     assert_log_has_no_panic(&log_path(starts));
@@ -244,7 +257,7 @@ async fn acknowledged_records_survive_repeated_sigkill(mode: &str) {
         .count();
     let written = acked.len() - forced;
     eprintln!(
-        "{mode}: {ROUNDS} SIGKILLs under load ({kills_with_acks} after acknowledgements) and \
+        "{mode}: {rounds} SIGKILLs under load ({kills_with_acks} after acknowledgements) and \
          {kills_during_start} during start; verified {forced} FORCED and {written} WRITTEN \
          acknowledged records; recovered log lengths {lengths:?}; data dir {} bytes",
         dir_bytes(&data)
@@ -254,8 +267,8 @@ async fn acknowledged_records_survive_repeated_sigkill(mode: &str) {
         "{mode}: the load acknowledged too little to test anything ({forced} FORCED, {written} WRITTEN)"
     );
     assert!(
-        kills_with_acks * 2 >= ROUNDS,
-        "{mode}: only {kills_with_acks} of {ROUNDS} rounds acknowledged anything before the kill"
+        kills_with_acks * 2 >= rounds,
+        "{mode}: only {kills_with_acks} of {rounds} rounds acknowledged anything before the kill"
     );
 }
 

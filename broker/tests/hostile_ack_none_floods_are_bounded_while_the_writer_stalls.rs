@@ -3,9 +3,10 @@
 //! writer stalls (a slow disk, dirty-page throttling), a NONE flood must therefore block the
 //! client after a bounded amount of memory — not fill the broker's heap with queued batches.
 //!
-//! The writer is held with the storage's test hook, the client floods 1 MiB NONE batches
+//! The writer is held by a stalled disk (the storage's simulated I/O), the client floods 1 MiB NONE batches
 //! without reading, and its writes must block before [`FLOOD_LIMIT_BYTES`], with no more than
-//! the storage's `writer_queue_bytes` (64 MiB by default) of batches queued for the writer.
+//! the storage's `writer_queue_bytes` (set to 64 MiB here; the broker-wide default is 256 MiB)
+//! of batches queued for the writer.
 
 mod support;
 
@@ -13,7 +14,7 @@ mod hostile_support;
 
 use std::time::Duration;
 
-use booblik_broker::storage::config::DEFAULT_WRITER_QUEUE_BYTES;
+use booblik_broker::storage::test_io::SimIo;
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use hostile_support::{
     FloodEnd, assert_no_panics, assert_serves, watch_panics, write_until_blocked,
@@ -27,15 +28,21 @@ const RECORD_BYTES: usize = 1024 * 1024;
 /// socket buffers (tens of MiB) plus a bounded queue, far below what the broker would hold if
 /// it queued without bound.
 const FLOOD_LIMIT_BYTES: u64 = 256 * 1024 * 1024;
+/// The writer queues' byte budget of this test's broker.
+const QUEUE_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
 /// A write that makes no progress for this long counts as blocked.
 const STALL: Duration = Duration::from_secs(2);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
     watch_panics();
+    let disk = std::sync::Arc::new(SimIo::new());
     let broker = TestBroker::start_with(|config| {
         // Room for 1 MiB records.
         config.storage.segment_bytes = 16 * 1024 * 1024;
+        config.storage.io = std::sync::Arc::clone(&disk) as _;
+        // Well below FLOOD_LIMIT_BYTES, so a bounded queue shows as a blocked client.
+        config.storage.writer_queue_bytes = QUEUE_BUDGET_BYTES;
     })
     .await;
     let addr = broker.broker.local_addr();
@@ -45,10 +52,11 @@ async fn an_ack_none_flood_blocks_the_client_while_the_writer_is_stalled() {
     produce_request(1, "solo", 0, AckPolicy::None, &[&record]).encode(&mut frame);
 
     let queue_budget_bytes = broker.broker.storage().config().writer_queue_bytes;
-    assert_eq!(queue_budget_bytes, DEFAULT_WRITER_QUEUE_BYTES);
+    assert_eq!(queue_budget_bytes, QUEUE_BUDGET_BYTES);
 
     let (end, written, queued) = {
-        let _stalled = partition.test_hooks().pause_writer();
+        // The writer stops inside its first batch's write (the reservation of its blocks).
+        let _stalled = disk.stall();
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let (end, written) =
             write_until_blocked(&mut stream, &frame, STALL, FLOOD_LIMIT_BYTES).await;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_protocol::AckPolicy;
-use storage_support::{config, open, partition, payload, read_all, records};
+use storage_support::{config_with_sim, open, partition, payload, read_all, records};
 
 const QUEUE_DEPTH: usize = 4;
 const APPENDS: u64 = 10;
@@ -15,7 +15,7 @@ const APPENDS: u64 = 10;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_beyond_the_queue_depth_wait_until_the_writer_makes_room() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = config(
+    let (mut config, disk) = config_with_sim(
         dir.path(),
         booblik_broker::storage::WriteMode::File,
         1 << 20,
@@ -24,7 +24,8 @@ async fn appends_beyond_the_queue_depth_wait_until_the_writer_makes_room() {
     let storage = open(&config).unwrap();
     let partition = partition(&storage);
 
-    let gate = partition.test_hooks().pause_writer();
+    // A stalled disk: the writer stops inside the first batch's write, still holding its room.
+    let gate = disk.stall();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
     let producer = {
         let partition = Arc::clone(&partition);

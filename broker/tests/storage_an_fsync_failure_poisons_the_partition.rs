@@ -2,28 +2,29 @@
 //! every later append fails loudly with the cause instead of pretending to succeed.
 //!
 //! A healthy disk does not fail fsync on demand, so the failure is injected through the storage's
-//! fsync seam (`Partition::test_hooks().fail_next_fsync()`, or `fail_next_directory_fsync()` for
-//! the directory fsync of a segment roll); the writer's handling of the error is the real code
-//! path.
+//! storage's I/O seam (`SimIo::fail_next_fsync()`, or `fail_next_directory_fsync()` for the
+//! directory fsync of a segment roll); the writer's handling of the error is the real code path.
 
 mod storage_support;
 
-use booblik_broker::storage::{Appended, StorageError, TestHooks, WriteMode};
+use booblik_broker::storage::test_io::SimIo;
+use booblik_broker::storage::{Appended, StorageError, WriteMode};
 use booblik_protocol::AckPolicy;
-use storage_support::{MODES, config, open, partition, records};
+use storage_support::{MODES, config_with_sim, open, partition, records};
 
 #[tokio::test]
 async fn a_failed_fsync_fails_its_forced_append_and_refuses_every_later_append() {
     for mode in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let storage = open(&config(dir.path(), mode, 1 << 20)).unwrap();
+        let (config, disk) = config_with_sim(dir.path(), mode, 1 << 20);
+        let storage = open(&config).unwrap();
         let partition = partition(&storage);
         partition
             .append(records(&[b"before"]), AckPolicy::Forced)
             .await
             .unwrap();
 
-        partition.test_hooks().fail_next_fsync();
+        disk.fail_next_fsync();
         let cause = match partition
             .append(records(&[b"doomed"]), AckPolicy::Forced)
             .await
@@ -58,18 +59,19 @@ async fn a_failed_fsync_fails_its_forced_append_and_refuses_every_later_append()
 /// the partition must be poisoned — later appends refused, nothing past the first record, and
 /// closing reports the failure.
 async fn a_roll_that_fails(
-    arm: impl Fn(&TestHooks),
+    arm: impl Fn(&SimIo),
     check: impl Fn(WriteMode, &Result<Option<Appended>, StorageError>),
 ) {
     for mode in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let storage = open(&config(dir.path(), mode, 100)).unwrap();
+        let (config, disk) = config_with_sim(dir.path(), mode, 100);
+        let storage = open(&config).unwrap();
         let partition = partition(&storage);
         partition
             .append(records(&[[1u8; 60]]), AckPolicy::Written)
             .await
             .unwrap();
-        arm(partition.test_hooks());
+        arm(&disk);
         let failed = partition
             .append(records(&[[2u8; 60]]), AckPolicy::Written)
             .await;
@@ -89,7 +91,7 @@ async fn a_roll_that_fails(
 #[tokio::test]
 async fn a_failed_fsync_while_rolling_poisons_the_partition() {
     // The roll's fsync of the sealed segment fails.
-    a_roll_that_fails(TestHooks::fail_next_fsync, |mode, failed| {
+    a_roll_that_fails(SimIo::fail_next_fsync, |mode, failed| {
         assert!(
             matches!(failed, Err(StorageError::Io { .. })),
             "{mode:?}: {failed:?}"
@@ -105,7 +107,7 @@ async fn a_failed_directory_fsync_after_a_roll_poisons_the_partition() {
     // other. Only directory fsyncs are failed here: if the roll skipped its directory fsync, the
     // append would succeed and this test fail.
     a_roll_that_fails(
-        TestHooks::fail_next_directory_fsync,
+        SimIo::fail_next_directory_fsync,
         |mode, failed| match failed {
             Err(error @ StorageError::Io { .. }) => {
                 let message = error.to_string();

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_protocol::AckPolicy;
-use storage_support::{MODES, config, open, partition, payload, read_all, records};
+use storage_support::{
+    MODES, config, config_with_sim, open, partition, payload, read_all, records,
+};
 
 const PRODUCERS: u64 = 200;
 
@@ -15,14 +17,15 @@ const PRODUCERS: u64 = 200;
 async fn two_hundred_forced_producers_cause_at_least_ten_times_fewer_fsyncs() {
     for mode in MODES {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = config(dir.path(), mode, 1024 * 1024);
+        let (mut config, disk) = config_with_sim(dir.path(), mode, 1024 * 1024);
         config.writer_queue_depth = 256;
         let storage = open(&config).unwrap();
         let partition = partition(&storage);
         let fsyncs_before = partition.stats().fsyncs;
 
-        // Hold the writer so that all 200 producers are waiting at the same time.
-        let gate = partition.test_hooks().pause_writer();
+        // Stall the disk so that all 200 producers are waiting at the same time: the writer
+        // stops inside the first batch's write, the others queue behind it.
+        let gate = disk.stall();
         let mut tasks = Vec::new();
         for producer in 0..PRODUCERS {
             let partition = Arc::clone(&partition);

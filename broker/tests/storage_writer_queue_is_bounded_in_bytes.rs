@@ -11,7 +11,7 @@ use std::time::Duration;
 use booblik_broker::storage::WriteMode;
 use booblik_broker::storage::config::MIN_WRITER_QUEUE_BYTES;
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
-use storage_support::{config, open, partition, payload, read_all, records};
+use storage_support::{config_with_sim, open, partition, payload, read_all, records};
 
 /// The queue's byte budget: 1 MiB, the smallest accepted.
 const QUEUE_BYTES: u64 = MIN_WRITER_QUEUE_BYTES;
@@ -31,7 +31,7 @@ const SEGMENT_BYTES: u64 = 16 * 1024 * 1024;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_beyond_the_byte_budget_wait_until_the_writer_makes_room() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path(), WriteMode::File, SEGMENT_BYTES);
+    let (mut config, disk) = config_with_sim(dir.path(), WriteMode::File, SEGMENT_BYTES);
     config.writer_queue_bytes = QUEUE_BYTES;
     let storage = open(&config).unwrap();
     let partition = partition(&storage);
@@ -40,7 +40,8 @@ async fn appends_beyond_the_byte_budget_wait_until_the_writer_makes_room() {
         "only the byte budget may hold the producer back"
     );
 
-    let gate = partition.test_hooks().pause_writer();
+    // A stalled disk: the writer stops inside the first batch's write, still holding its room.
+    let gate = disk.stall();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
     let producer = {
         let partition = Arc::clone(&partition);
@@ -94,7 +95,7 @@ async fn appends_beyond_the_byte_budget_wait_until_the_writer_makes_room() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_larger_than_the_whole_budget_waits_for_an_empty_queue_then_goes_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path(), WriteMode::File, SEGMENT_BYTES);
+    let (mut config, disk) = config_with_sim(dir.path(), WriteMode::File, SEGMENT_BYTES);
     config.writer_queue_bytes = QUEUE_BYTES;
     let storage = open(&config).unwrap();
     let partition = partition(&storage);
@@ -103,7 +104,8 @@ async fn a_batch_larger_than_the_whole_budget_waits_for_an_empty_queue_then_goes
         .map(|n| payload(n, PAYLOAD_BYTES))
         .collect();
 
-    let gate = partition.test_hooks().pause_writer();
+    // A stalled disk: the writer stops inside the first batch's write, still holding its room.
+    let gate = disk.stall();
     partition
         .append(records(&[payload(0, 16)]), AckPolicy::None)
         .await

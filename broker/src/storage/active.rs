@@ -30,13 +30,10 @@
 //! exactly as it was before the call; whether the *batch* can still be refused whole is for
 //! [`PartitionLog::append`](super::log::PartitionLog::append) to decide.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
 use booblik_protocol::{encode_record, record_bytes};
-use rustix::fs::FallocateFlags;
 use rustix::io::Errno;
 use tracing::warn;
 
@@ -44,6 +41,7 @@ use super::config::WriteMode;
 use super::durability::Durability;
 use super::error::{IoContext, StorageError, is_no_space};
 use super::index::{IndexEntry, SparseIndex};
+use super::io::StorageIo;
 use super::mapping::SegmentMapping;
 use super::segment::{Segment, SegmentEnd, offset_after, segment_file_name};
 
@@ -53,10 +51,15 @@ use super::segment::{Segment, SegmentEnd, offset_after, segment_file_name};
 /// when the segment is sealed).
 pub(crate) const ALLOCATION_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 
+/// FILE mode: the scratch buffer a batch is encoded into is shrunk back to this many bytes
+/// after a larger batch, so one 8 MiB batch does not pin 8 MiB per partition until the roll.
+pub(crate) const SCRATCH_RETAINED_BYTES: usize = 1024 * 1024;
+
 /// The segment the writer appends to.
 #[derive(Debug)]
 pub(crate) struct ActiveSegment {
     segment: Arc<Segment>,
+    io: Arc<dyn StorageIo>,
     mapping: Option<SegmentMapping>,
     capacity_bytes: u64,
     written: SegmentEnd,
@@ -87,24 +90,26 @@ impl ActiveSegment {
         mode: WriteMode,
         capacity_bytes: u64,
         index_interval_bytes: u32,
+        io: &Arc<dyn StorageIo>,
     ) -> Result<Self, StorageError> {
         let path = dir.join(segment_file_name(base_offset));
-        let file = create_new_file(&path).map_err(|error| {
+        let file = io.create_new(&path).map_err(|error| {
             StorageError::io_or_no_space(format!("creating segment {}", path.display()), error)
         })?;
-        let segment = Arc::new(Segment::new(
+        let segment = Arc::new(Segment::with_io(
             base_offset,
             log_bytes_before,
             path,
             file,
             SegmentEnd::default(),
             SparseIndex::new(index_interval_bytes),
+            Arc::clone(io),
         ));
-        Self::resume(Arc::clone(&segment), mode, capacity_bytes).inspect_err(|_| {
+        Self::resume(Arc::clone(&segment), mode, capacity_bytes, io).inspect_err(|_| {
             // Pre-sizing or mapping failed: remove the empty file, or the next try to create
             // it would find it there (`create_new`). Nothing refers to it; the directory was not
             // fsynced since it appeared, so a crash may as well have lost it.
-            if let Err(error) = std::fs::remove_file(segment.path()) {
+            if let Err(error) = io.remove_file(segment.path()) {
                 warn!(path = %segment.path().display(), %error, "could not remove a segment file that failed to open");
             }
         })
@@ -116,6 +121,7 @@ impl ActiveSegment {
         segment: Arc<Segment>,
         mode: WriteMode,
         capacity_bytes: u64,
+        io: &Arc<dyn StorageIo>,
     ) -> Result<Self, StorageError> {
         let written = segment.end();
         let capacity_bytes = capacity_bytes.max(u64::from(written.position));
@@ -128,7 +134,7 @@ impl ActiveSegment {
                     .context(|| format!("stat of {}", segment.path().display()))?
                     .len();
                 if len < capacity_bytes {
-                    file.set_len(capacity_bytes).map_err(|error| {
+                    io.set_len(file, capacity_bytes).map_err(|error| {
                         StorageError::io_or_no_space(
                             format!(
                                 "pre-sizing {} to {capacity_bytes} bytes",
@@ -146,6 +152,7 @@ impl ActiveSegment {
         };
         Ok(Self {
             segment,
+            io: Arc::clone(io),
             mapping,
             capacity_bytes,
             written,
@@ -230,7 +237,16 @@ impl ActiveSegment {
             for payload in payloads {
                 encode_record(payload, &mut self.scratch);
             }
-            if let Err(source) = write_all_at(self.segment.file(), &self.scratch, start.position) {
+            let written = self.io.write_all_at(
+                self.segment.file(),
+                &self.scratch,
+                u64::from(start.position),
+            );
+            // One large batch must not keep its buffer for the rest of the segment.
+            if self.scratch.capacity() > SCRATCH_RETAINED_BYTES {
+                self.scratch = Vec::with_capacity(SCRATCH_RETAINED_BYTES);
+            }
+            if let Err(source) = written {
                 return Err(self.undo_file_write(start.position, source));
             }
         }
@@ -256,10 +272,10 @@ impl ActiveSegment {
             .max(end)
             .min(self.capacity_bytes);
         let mut reserved = ahead;
-        let mut result = allocate(self.segment.file(), from, ahead);
+        let mut result = self.io.allocate(self.segment.file(), from, ahead);
         if ahead > end && result.as_ref().is_err_and(is_no_space) {
             reserved = end;
-            result = allocate(self.segment.file(), from, end);
+            result = self.io.allocate(self.segment.file(), from, end);
         }
         match result {
             Ok(()) => {
@@ -300,9 +316,10 @@ impl ActiveSegment {
         // The cut is fsynced too: where the short write's size reached the disk (no delayed
         // allocation), an unsynced cut could be undone by a power loss, bringing its bytes back.
         let file = self.segment.file();
-        match file
-            .set_len(u64::from(position))
-            .and_then(|()| file.sync_data())
+        match self
+            .io
+            .set_len(file, u64::from(position))
+            .and_then(|()| self.io.sync_data(file))
         {
             Ok(()) => StorageError::io_or_no_space(format!("writing {path}"), source),
             Err(cut) => StorageError::io(
@@ -329,8 +346,8 @@ impl ActiveSegment {
         }
         if let Some(mapping) = &self.mapping {
             let from = self.synced_position as usize;
-            mapping
-                .flush_range(from, end as usize - from)
+            self.io
+                .flush_mapped(mapping.range(from, end as usize - from))
                 .context(|| format!("msync of {}", self.segment.path().display()))?;
         }
         durability.sync_data(self.segment.file(), self.segment.path())?;
@@ -349,43 +366,14 @@ impl ActiveSegment {
             // The mapping is gone, so shrinking the file cannot fault a mapped access. The trim
             // need not be durable: recovery treats a zero tail as the end either way.
             // It also releases the blocks reserved past the records.
-            trim(
-                self.segment.file(),
-                self.segment.path(),
-                self.written.position,
-            )?;
+            let len = self.written.position;
+            self.io
+                .set_len(self.segment.file(), u64::from(len))
+                .context(|| format!("trimming {} to {len} bytes", self.segment.path().display()))?;
             self.allocated_bytes = u64::from(self.written.position);
         }
         Ok(())
     }
-}
-
-/// `fallocate(file, 0, from, to - from)`: allocates the blocks of `[from, to)`, which lies inside
-/// the file, so its size stays. Retried when a signal interrupts it.
-fn allocate(file: &File, from: u64, to: u64) -> std::io::Result<()> {
-    #[cfg(test)]
-    if !test_disk::take_all(to - from) {
-        return Err(Errno::NOSPC.into());
-    }
-    loop {
-        match rustix::fs::fallocate(file, FallocateFlags::empty(), from, to - from) {
-            Err(Errno::INTR) => {}
-            result => return result.map_err(Into::into),
-        }
-    }
-}
-
-/// Opens a new file at `path` for reading and writing; fails if it exists.
-fn create_new_file(path: &Path) -> std::io::Result<File> {
-    #[cfg(test)]
-    if test_disk::refuses_new_files() {
-        return Err(Errno::NOSPC.into());
-    }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
 }
 
 /// True when the filesystem (or a sandbox filtering system calls) cannot `fallocate` at all.
@@ -395,97 +383,45 @@ fn is_unsupported(error: &std::io::Error) -> bool {
     })
 }
 
-/// `pwrite` of all of `bytes` at `position` (FILE mode).
-fn write_all_at(file: &File, bytes: &[u8], position: u32) -> std::io::Result<()> {
-    #[cfg(test)]
-    {
-        let room = test_disk::take_some(bytes.len() as u64) as usize;
-        if room < bytes.len() {
-            // What a real full disk does: a short write, then the error.
-            file.write_all_at(&bytes[..room], u64::from(position))?;
-            return Err(Errno::NOSPC.into());
-        }
-    }
-    file.write_all_at(bytes, u64::from(position))
-}
-
-fn trim(file: &File, path: &Path, len: u32) -> Result<(), StorageError> {
-    file.set_len(u64::from(len))
-        .context(|| format!("trimming {} to {len} bytes", path.display()))
-}
-
-/// A pretend filesystem with a few bytes left, for unit tests: a real full disk needs a mount,
-/// which a unit test cannot make (the integration test
-/// `a_full_disk_refuses_appends_and_recovers_when_space_returns` does, with the binary).
-/// Per thread, so tests running side by side do not share it.
-#[cfg(test)]
-pub(crate) mod test_disk {
-    use std::cell::Cell;
-
-    thread_local! {
-        static FREE_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
-        static REFUSE_NEW_FILES: Cell<bool> = const { Cell::new(false) };
-    }
-
-    /// From now on this thread cannot create segment files (`ENOSPC`: no free inode, or no
-    /// block for the directory entry), however many bytes are free.
-    pub(crate) fn set_refuse_new_files(refuse: bool) {
-        REFUSE_NEW_FILES.set(refuse);
-    }
-
-    pub(super) fn refuses_new_files() -> bool {
-        REFUSE_NEW_FILES.get()
-    }
-
-    /// From now on this thread's segment writes see `free` bytes left (`None`: the real disk).
-    pub(crate) fn set_free_bytes(free: Option<u64>) {
-        FREE_BYTES.set(free);
-    }
-
-    /// All of `wanted` bytes, or nothing (`fallocate`).
-    pub(super) fn take_all(wanted: u64) -> bool {
-        match FREE_BYTES.get() {
-            Some(free) if free < wanted => false,
-            Some(free) => {
-                FREE_BYTES.set(Some(free - wanted));
-                true
-            }
-            None => true,
-        }
-    }
-
-    /// As much of `wanted` as is free (`pwrite`); returns how much.
-    pub(super) fn take_some(wanted: u64) -> u64 {
-        match FREE_BYTES.get() {
-            Some(free) => {
-                let got = free.min(wanted);
-                FREE_BYTES.set(Some(free - got));
-                got
-            }
-            None => wanted,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{FileExt, MetadataExt};
 
     use super::*;
-    use crate::storage::hooks::TestHooks;
+    use crate::storage::io::StorageIo;
     use crate::storage::metrics::PartitionMetrics;
+    use crate::storage::test_io::SimIo;
+
+    thread_local! {
+        /// This test's simulated disk (each test runs on its own thread).
+        static SIM: Arc<SimIo> = Arc::new(SimIo::new());
+    }
+
+    fn sim_io() -> Arc<SimIo> {
+        SIM.with(Arc::clone)
+    }
+
+    fn sim() -> Arc<dyn StorageIo> {
+        sim_io()
+    }
 
     const INDEX_INTERVAL_BYTES: u32 = 4096;
 
     fn durability() -> Durability {
-        Durability::new(
-            Arc::new(TestHooks::default()),
-            Arc::new(PartitionMetrics::new("t", 0)),
-        )
+        Durability::new(sim(), Arc::new(PartitionMetrics::new("t", 0)))
     }
 
     fn create(dir: &Path, mode: WriteMode, capacity_bytes: u64) -> ActiveSegment {
-        ActiveSegment::create(dir, 0, 0, mode, capacity_bytes, INDEX_INTERVAL_BYTES).unwrap()
+        ActiveSegment::create(
+            dir,
+            0,
+            0,
+            mode,
+            capacity_bytes,
+            INDEX_INTERVAL_BYTES,
+            &sim(),
+        )
+        .unwrap()
     }
 
     /// Bytes of disk the file really holds.
@@ -519,6 +455,23 @@ mod tests {
     }
 
     #[test]
+    fn a_large_file_batch_does_not_keep_its_scratch_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::File, 8 * 1024 * 1024);
+        active
+            .write(&[&vec![1u8; 2 * SCRATCH_RETAINED_BYTES]])
+            .unwrap();
+        assert!(
+            active.scratch.capacity() <= SCRATCH_RETAINED_BYTES,
+            "{} bytes of scratch kept after a large batch",
+            active.scratch.capacity()
+        );
+        active.write(&[&[2u8; 100]]).unwrap();
+        assert!(active.scratch.capacity() <= SCRATCH_RETAINED_BYTES);
+        assert_eq!(active.written.record_count, 2);
+    }
+
+    #[test]
     fn a_reservation_never_passes_the_segment_capacity() {
         let dir = tempfile::tempdir().unwrap();
         let capacity = 64 * 1024;
@@ -540,8 +493,13 @@ mod tests {
         active.publish();
         let segment = Arc::clone(active.segment());
         drop(active);
-        let mut resumed =
-            ActiveSegment::resume(segment, WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES).unwrap();
+        let mut resumed = ActiveSegment::resume(
+            segment,
+            WriteMode::Mapped,
+            4 * ALLOCATION_CHUNK_BYTES,
+            &sim(),
+        )
+        .unwrap();
         let records = u64::from(resumed.written.position);
         assert_eq!(resumed.allocated_bytes, records);
         resumed.write(&[&[9u8; 10]]).unwrap();
@@ -553,9 +511,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
         let needed = record_bytes(100) as u64;
-        test_disk::set_free_bytes(Some(needed));
+        sim_io().set_free_bytes(Some(needed));
         let written = active.write(&[&[7u8; 100]]);
-        test_disk::set_free_bytes(None);
+        sim_io().set_free_bytes(None);
         written.unwrap();
         assert_eq!(active.allocated_bytes, needed);
     }
@@ -568,9 +526,9 @@ mod tests {
         // Past the first chunk, with nothing free.
         let before = active.written;
         let big = vec![5u8; ALLOCATION_CHUNK_BYTES as usize];
-        test_disk::set_free_bytes(Some(0));
+        sim_io().set_free_bytes(Some(0));
         let refused = active.write(&[&big]);
-        test_disk::set_free_bytes(None);
+        sim_io().set_free_bytes(None);
         let error = refused.unwrap_err();
         assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
         assert_eq!(active.written, before);
@@ -593,9 +551,9 @@ mod tests {
         active.write(&[&[7u8; 100]]).unwrap();
         let before = active.written;
         // Room for the first record of the batch and part of the second: a short write.
-        test_disk::set_free_bytes(Some(record_bytes(50) as u64 + 20));
+        sim_io().set_free_bytes(Some(record_bytes(50) as u64 + 20));
         let refused = active.write(&[&[1u8; 50], &[2u8; 50]]);
-        test_disk::set_free_bytes(None);
+        sim_io().set_free_bytes(None);
         let error = refused.unwrap_err();
         assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
         assert_eq!(active.written, before);

@@ -6,10 +6,12 @@
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use booblik_protocol::RECORD_HEADER_BYTES;
 
 use super::error::StorageError;
+use super::io::{RealIo, StorageIo};
 
 /// Default capacity of one segment file: 512 MiB.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 512 * 1024 * 1024;
@@ -29,9 +31,10 @@ pub const DEFAULT_WRITER_QUEUE_DEPTH: usize = 1024;
 /// [`StorageConfig::writer_queue_bytes`], not by the depth.
 pub const MAX_WRITER_QUEUE_DEPTH: usize = 1 << 20;
 /// Default number of bytes (records as they will sit in a segment, headers included) that may
-/// wait in one partition's writer queue before producers are made to wait: 64 MiB. The depth
-/// alone does not bound memory, since one batch may be as large as a frame (8 MiB).
-pub const DEFAULT_WRITER_QUEUE_BYTES: u64 = 64 * 1024 * 1024;
+/// wait in the writer queues of **all** partitions together before producers are made to wait:
+/// 256 MiB. The depth alone does not bound memory, since one batch may be as large as a frame
+/// (8 MiB); a per-partition bound would multiply by up to 4 096 partitions.
+pub const DEFAULT_WRITER_QUEUE_BYTES: u64 = 256 * 1024 * 1024;
 /// Smallest writer queue byte budget accepted: 1 MiB. Nothing breaks below it (a batch larger
 /// than the budget is queued alone), but every ordinary batch would then queue alone, and a
 /// value this small is far more likely a unit mistake (MiB given as bytes) than a wish.
@@ -103,11 +106,15 @@ pub struct StorageConfig {
     /// Appends that may wait in one partition's writer queue before `append` waits for room.
     pub writer_queue_depth: usize,
     /// Bytes of records (as [`RecordSet::log_bytes`](booblik_protocol::RecordSet::log_bytes)
-    /// counts them) that may wait in one partition's writer queue before `append` waits for
-    /// room. A batch larger than the whole budget is queued alone, once the queue is empty.
+    /// counts them) that may wait in the writer queues of all partitions together before
+    /// `append` waits for room; a partition with nothing queued may always admit one batch. A
+    /// batch larger than the whole budget is queued alone, once the budget is free.
     pub writer_queue_bytes: u64,
     /// How often each writer checks retention.
     pub retention_check_interval_ms: u64,
+    /// What every file change and fsync of the storage goes through: [`RealIo`] (the file
+    /// system) unless a test passes a simulation.
+    pub io: Arc<dyn StorageIo>,
 }
 
 impl Default for StorageConfig {
@@ -122,6 +129,7 @@ impl Default for StorageConfig {
             writer_queue_depth: DEFAULT_WRITER_QUEUE_DEPTH,
             writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            io: Arc::new(RealIo),
         }
     }
 }
@@ -183,7 +191,7 @@ mod tests {
         assert_eq!(config.index_interval_bytes, 4096);
         assert_eq!(config.retention_bytes, None);
         assert_eq!(config.retention_ms, None);
-        assert_eq!(config.writer_queue_bytes, 64 * 1024 * 1024);
+        assert_eq!(config.writer_queue_bytes, 256 * 1024 * 1024);
     }
 
     #[test]

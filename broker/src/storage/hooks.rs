@@ -1,150 +1,100 @@
-//! Test seams: ways for tests to make the real writer do something rare on demand.
+//! The one test seam outside the storage's I/O: a gate on the server's cold FETCH reads.
 //!
-//! An fsync failure cannot be provoked portably on a healthy disk (it needs a failing device or
-//! a fault-injecting device-mapper target), yet "an fsync failure poisons the partition" must be
-//! tested. Every fsync and fdatasync the storage issues goes through
-//! [`Durability`](super::durability::Durability), which asks these hooks first. Likewise "all
-//! FORCED waiters present at the same time share one fsync" needs the waiters to *be* present at
-//! the same time, which a test can only guarantee by holding the writer for a moment.
+//! Everything the write and recovery path does to files goes through
+//! [`StorageIo`](super::StorageIo), whose simulated implementation (`storage::test_io`) injects
+//! fsync failures, a full disk, stalls and power losses. A cold FETCH read is issued by the
+//! server on tokio's blocking pool, and "a slow disk read holds up no other session" needs that
+//! read held on demand; the server calls [`TestHooks::pass_cold_read_gate`] before each one.
 //!
-//! The hooks are public (integration tests are another crate) but hidden from the docs; nothing
-//! in the broker arms them.
+//! Without the `test-io` cargo feature (every release build) `TestHooks` is empty and the gate
+//! compiles to nothing: no mutex, no branch.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
-
-/// Failure injection and pausing for tests. See the module docs.
+/// Test seams of one partition. See the module docs.
 #[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct TestHooks {
-    fail_next_fsync: AtomicBool,
-    fail_next_directory_fsync: AtomicBool,
-    /// True while a test holds the writer.
-    writer_paused: Mutex<bool>,
-    writer_resumed: Condvar,
-    /// Cold FETCH reads: whether a test holds them, and how many wait at the gate.
-    cold_reads: Mutex<ColdReadGate>,
-    cold_reads_resumed: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct ColdReadGate {
-    held: bool,
-    waiting: usize,
+    #[cfg(feature = "test-io")]
+    gate: gate::ColdReadGate,
 }
 
 impl TestHooks {
-    /// Makes the next fsync (or fdatasync) issued by this partition fail with an I/O error.
-    pub fn fail_next_fsync(&self) {
-        self.fail_next_fsync.store(true, Ordering::SeqCst);
-    }
-
-    /// Makes the next *directory* fsync issued by this partition fail with an I/O error, leaving
-    /// file fsyncs alone: a test can then tell that a directory fsync happened where it must
-    /// (after a segment roll), which failing "the next fsync" cannot, as a data fsync may come
-    /// first or instead.
-    pub fn fail_next_directory_fsync(&self) {
-        self.fail_next_directory_fsync.store(true, Ordering::SeqCst);
-    }
-
-    /// Holds the partition's writer before it drains its queue, for as long as the returned
-    /// guard lives: commands queue up meanwhile and are then handled as one group.
-    pub fn pause_writer(&self) -> WriterPause<'_> {
-        *self.paused() = true;
-        WriterPause { hooks: self }
+    /// Called by a cold read on its blocking thread before it reads: with the `test-io` feature,
+    /// waits while a test holds cold reads; otherwise nothing.
+    #[inline]
+    pub fn pass_cold_read_gate(&self) {
+        #[cfg(feature = "test-io")]
+        self.gate.pass();
     }
 
     /// Holds every FETCH read the server sends to the blocking pool because its bytes are not
     /// in the page cache (a cold read), for as long as the returned guard lives: a test can
     /// then show that a slow disk read holds up no other session.
-    pub fn hold_cold_reads(&self) -> ColdReadHold<'_> {
-        self.cold_read_gate().held = true;
-        ColdReadHold { hooks: self }
+    #[cfg(feature = "test-io")]
+    pub fn hold_cold_reads(&self) -> gate::ColdReadHold<'_> {
+        self.gate.hold()
     }
 
     /// How many cold reads wait at the gate of [`TestHooks::hold_cold_reads`] now.
+    #[cfg(feature = "test-io")]
     pub fn cold_reads_held(&self) -> usize {
-        self.cold_read_gate().waiting
+        self.gate.waiting()
+    }
+}
+
+#[cfg(feature = "test-io")]
+pub(crate) mod gate {
+    use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+    #[derive(Debug, Default)]
+    pub(crate) struct ColdReadGate {
+        state: Mutex<State>,
+        resumed: Condvar,
     }
 
-    /// Called by a cold read on its blocking thread before it reads: waits while a test holds
-    /// cold reads.
-    pub fn pass_cold_read_gate(&self) {
-        let mut gate = self.cold_read_gate();
-        gate.waiting += 1;
-        while gate.held {
-            gate = self
-                .cold_reads_resumed
-                .wait(gate)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+    #[derive(Debug, Default)]
+    struct State {
+        held: bool,
+        waiting: usize,
+    }
+
+    impl ColdReadGate {
+        fn state(&self) -> MutexGuard<'_, State> {
+            self.state.lock().unwrap_or_else(PoisonError::into_inner)
         }
-        gate.waiting -= 1;
-    }
 
-    fn cold_read_gate(&self) -> std::sync::MutexGuard<'_, ColdReadGate> {
-        self.cold_reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+        pub(super) fn pass(&self) {
+            let mut state = self.state();
+            state.waiting += 1;
+            while state.held {
+                state = self
+                    .resumed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            state.waiting -= 1;
+        }
 
-    /// Returns the injected failure, once, if one is armed.
-    pub(crate) fn take_fsync_failure(&self) -> Option<std::io::Error> {
-        self.fail_next_fsync
-            .swap(false, Ordering::SeqCst)
-            .then(|| std::io::Error::other("injected fsync failure (test hook)"))
-    }
+        pub(super) fn hold(&self) -> ColdReadHold<'_> {
+            self.state().held = true;
+            ColdReadHold { gate: self }
+        }
 
-    /// Returns the injected directory fsync failure, once, if one is armed.
-    pub(crate) fn take_directory_fsync_failure(&self) -> Option<std::io::Error> {
-        self.fail_next_directory_fsync
-            .swap(false, Ordering::SeqCst)
-            .then(|| std::io::Error::other("injected directory fsync failure (test hook)"))
-    }
-
-    /// Called by the writer before it drains its queue: waits while a test holds it.
-    pub(crate) fn pass_writer_gate(&self) {
-        let mut paused = self.paused();
-        while *paused {
-            paused = self
-                .writer_resumed
-                .wait(paused)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pub(super) fn waiting(&self) -> usize {
+            self.state().waiting
         }
     }
 
-    fn paused(&self) -> std::sync::MutexGuard<'_, bool> {
-        self.writer_paused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Holds cold FETCH reads until dropped; see `TestHooks::hold_cold_reads`.
+    #[derive(Debug)]
+    #[must_use = "cold reads are released when the guard is dropped"]
+    pub struct ColdReadHold<'a> {
+        gate: &'a ColdReadGate,
     }
-}
 
-/// Keeps a partition's writer paused until dropped; see [`TestHooks::pause_writer`].
-#[doc(hidden)]
-#[derive(Debug)]
-#[must_use = "the writer resumes when the guard is dropped"]
-pub struct WriterPause<'a> {
-    hooks: &'a TestHooks,
-}
-
-impl Drop for WriterPause<'_> {
-    fn drop(&mut self) {
-        *self.hooks.paused() = false;
-        self.hooks.writer_resumed.notify_all();
-    }
-}
-
-/// Holds cold FETCH reads until dropped; see [`TestHooks::hold_cold_reads`].
-#[doc(hidden)]
-#[derive(Debug)]
-#[must_use = "cold reads are released when the guard is dropped"]
-pub struct ColdReadHold<'a> {
-    hooks: &'a TestHooks,
-}
-
-impl Drop for ColdReadHold<'_> {
-    fn drop(&mut self) {
-        self.hooks.cold_read_gate().held = false;
-        self.hooks.cold_reads_resumed.notify_all();
+    impl Drop for ColdReadHold<'_> {
+        fn drop(&mut self) {
+            self.gate.state().held = false;
+            self.gate.resumed.notify_all();
+        }
     }
 }

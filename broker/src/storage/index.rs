@@ -37,11 +37,20 @@ impl SparseIndex {
     }
 
     /// Called for every record appended (or found by recovery), in order. Adds an entry for the
-    /// first record and then whenever `interval_bytes` have passed since the last entry.
+    /// first record and then whenever `interval_bytes` have passed since the last entry. Panics
+    /// on a record that is not after the last entry (offsets and positions only grow).
     pub(crate) fn on_record(&mut self, relative_offset: u32, position: u32) {
         let due = match self.entries.last() {
             None => true,
-            Some(last) => position - last.position >= self.interval_bytes,
+            Some(last) => {
+                // Records come in order, so entries are monotonic in both offset and position;
+                // a binary search over anything else would land on the wrong record.
+                assert!(
+                    relative_offset > last.relative_offset && position > last.position,
+                    "index entry ({relative_offset}, {position}) is not after {last:?}"
+                );
+                position - last.position >= self.interval_bytes
+            }
         };
         if due {
             self.entries.push(IndexEntry {

@@ -90,13 +90,14 @@ impl PartitionLog {
         let mut log_bytes = 0u64;
         for segment in recovered {
             let size = u64::from(segment.end.position);
-            segments.push(Arc::new(Segment::new(
+            segments.push(Arc::new(Segment::with_io(
                 segment.base_offset,
                 log_bytes,
                 segment.path,
                 segment.file,
                 segment.end,
                 segment.index,
+                Arc::clone(durability.io()),
             )));
             log_bytes += size;
         }
@@ -105,6 +106,7 @@ impl PartitionLog {
                 Arc::clone(last),
                 settings.write_mode,
                 settings.segment_bytes,
+                durability.io(),
             )?
         } else {
             let active = ActiveSegment::create(
@@ -114,6 +116,7 @@ impl PartitionLog {
                 settings.write_mode,
                 settings.segment_bytes,
                 settings.index_interval_bytes,
+                durability.io(),
             )?;
             durability.sync_dir(&dir)?;
             segments.push(Arc::clone(active.segment()));
@@ -240,6 +243,7 @@ impl PartitionLog {
             self.settings.write_mode,
             self.settings.segment_bytes,
             self.settings.index_interval_bytes,
+            self.durability.io(),
         )?;
         self.durability.sync_dir(&self.dir)?;
         self.view.push_segment(Arc::clone(next.segment()));
@@ -300,9 +304,22 @@ mod tests {
     use booblik_protocol::RecordScanner;
 
     use super::*;
-    use crate::storage::active::test_disk;
-    use crate::storage::hooks::TestHooks;
+    use crate::storage::io::StorageIo;
     use crate::storage::metrics::PartitionMetrics;
+    use crate::storage::test_io::SimIo;
+
+    thread_local! {
+        /// This test's simulated disk (each test runs on its own thread).
+        static SIM: Arc<SimIo> = Arc::new(SimIo::new());
+    }
+
+    fn sim_io() -> Arc<SimIo> {
+        SIM.with(Arc::clone)
+    }
+
+    fn sim() -> Arc<dyn StorageIo> {
+        sim_io()
+    }
 
     const PAYLOAD_BYTES: usize = 1000;
     /// Room for three records of `PAYLOAD_BYTES`: the fourth rolls.
@@ -319,10 +336,7 @@ mod tests {
                 retention_ms: None,
             },
         };
-        let durability = Durability::new(
-            Arc::new(TestHooks::default()),
-            Arc::new(PartitionMetrics::new("t", 0)),
-        );
+        let durability = Durability::new(sim(), Arc::new(PartitionMetrics::new("t", 0)));
         PartitionLog::open(dir.to_path_buf(), settings, durability).unwrap()
     }
 
@@ -371,9 +385,9 @@ mod tests {
             let mut log = open(dir.path(), mode);
             log.append(&batch(0..3)).unwrap();
             // The segment is full, so the next batch rolls first and then finds no space.
-            test_disk::set_free_bytes(Some(0));
+            sim_io().set_free_bytes(Some(0));
             let refused = log.append(&batch(3..4));
-            test_disk::set_free_bytes(None);
+            sim_io().set_free_bytes(None);
             let error = refused.unwrap_err();
             assert!(
                 matches!(error, StorageError::NoSpace { .. }) && error.is_refusal(),
@@ -421,9 +435,9 @@ mod tests {
             let mut log = open(dir.path(), mode);
             log.append(&batch(0..2)).unwrap();
             // Room for one record of the two: the batch rolls first, then finds no space.
-            test_disk::set_free_bytes(Some(0));
+            sim_io().set_free_bytes(Some(0));
             let refused = log.append(&batch(2..4));
-            test_disk::set_free_bytes(None);
+            sim_io().set_free_bytes(None);
             let error = refused.unwrap_err();
             assert!(error.is_refusal(), "{mode:?}: {error}");
             assert_eq!(log.view().high_watermark(), 2, "{mode:?}");
@@ -444,9 +458,9 @@ mod tests {
                 WriteMode::Mapped => 0,
                 WriteMode::File => (PAYLOAD_BYTES + 8) as u64,
             };
-            test_disk::set_free_bytes(Some(free));
+            sim_io().set_free_bytes(Some(free));
             let failed = log.append(&batch(2..6));
-            test_disk::set_free_bytes(None);
+            sim_io().set_free_bytes(None);
             assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
     }
@@ -461,7 +475,7 @@ mod tests {
             // Room for one more record: a batch of two rolls, and the new segment's file cannot
             // be created (no inode, however many bytes are free). Twice: a failed try leaves
             // nothing behind that would stop the next one.
-            test_disk::set_refuse_new_files(true);
+            sim_io().refuse_new_files(true);
             for _ in 0..2 {
                 let error = log.append(&batch(2..4)).unwrap_err();
                 assert!(
@@ -471,7 +485,7 @@ mod tests {
                 assert_eq!(log.view().high_watermark(), 2, "{mode:?}");
                 assert_eq!(log.sync().map_err(|e| e.to_string()), Ok(()), "{mode:?}");
             }
-            test_disk::set_refuse_new_files(false);
+            sim_io().refuse_new_files(false);
 
             // One record would fit what is left of the old segment, but that one is sealed.
             let appended = log.append(&batch(4..5)).unwrap();
@@ -495,9 +509,9 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
             log.append(&batch(0..3)).unwrap();
-            test_disk::set_refuse_new_files(true);
+            sim_io().refuse_new_files(true);
             let refused = log.append(&batch(3..4));
-            test_disk::set_refuse_new_files(false);
+            sim_io().refuse_new_files(false);
             assert!(refused.unwrap_err().is_refusal(), "{mode:?}");
             log.close().unwrap();
             let mut log = open(dir.path(), mode);
@@ -514,9 +528,9 @@ mod tests {
             log.append(&batch(0..2)).unwrap();
             // A batch larger than a whole segment (4 records, room for 3): its first record
             // goes into this segment, then the roll cannot create the next one.
-            test_disk::set_refuse_new_files(true);
+            sim_io().refuse_new_files(true);
             let failed = log.append(&batch(2..6));
-            test_disk::set_refuse_new_files(false);
+            sim_io().refuse_new_files(false);
             assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
     }

@@ -11,7 +11,7 @@
 //! records there (`active.rs`).
 //!
 //! Durability is a separate matter: stores into a shared mapping reach the page cache, not the
-//! disk. [`SegmentMapping::flush_range`] is `msync(MS_SYNC)`, which POSIX requires for changes
+//! disk. [`MappedRange::flush`] is `msync(MS_SYNC)`, which POSIX requires for changes
 //! made through a mapping to be written back; the caller then `fdatasync`s the file descriptor,
 //! which is the barrier that also flushes the device's write cache. msync alone is not treated
 //! as a durability barrier (see `docs/storage.md`).
@@ -21,6 +21,8 @@ use std::sync::atomic::{Ordering, compiler_fence};
 
 use booblik_protocol::{RECORD_HEADER_BYTES, crc32c};
 use memmap2::{MmapMut, MmapOptions};
+
+use super::io::MappedRange;
 
 /// A writable shared mapping of a whole segment file.
 #[derive(Debug)]
@@ -64,13 +66,10 @@ impl SegmentMapping {
         self.map[position..position + 4].copy_from_slice(&len.to_be_bytes());
     }
 
-    /// `msync(MS_SYNC)` of `len` bytes from `position`: schedules and waits for write-back of
-    /// changes made through the mapping. Not a barrier on its own; follow with `fdatasync`.
-    pub(crate) fn flush_range(&self, position: usize, len: usize) -> std::io::Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        self.map.flush_range(position, len)
+    /// `len` bytes from `position`, for an `msync` through the storage's I/O
+    /// ([`MappedRange::flush`]): not a barrier on its own; follow with `fdatasync`.
+    pub(crate) fn range(&self, position: usize, len: usize) -> MappedRange<'_> {
+        MappedRange::new(&self.map, position, len)
     }
 }
 
@@ -94,6 +93,6 @@ mod tests {
         let mut tail = [1u8; 4];
         file.read_exact_at(&mut tail, 13).unwrap();
         assert_eq!(tail, [0; 4]);
-        mapping.flush_range(0, 13).unwrap();
+        mapping.range(0, 13).flush().unwrap();
     }
 }

@@ -30,11 +30,13 @@
 //! | `index` | the sparse offset index |
 //! | `recovery` | validating segments on open, torn tails vs corruption |
 //! | `retention` | which old segments to drop |
+//! | `io` | [`StorageIo`]: the seam every file change and fsync goes through; [`RealIo`] |
 //! | `durability` | every fsync, in one place |
 //! | `poison` | the state after an fsync failure |
 //! | `read_slice` | [`ReadSlice`]: the bytes of a FETCH, pinning their segment |
 //! | `metrics` | metric names, [`PartitionStats`] |
-//! | `hooks` | test seams (hidden) |
+//! | `hooks` | the cold-read gate for tests (hidden; empty without the `test-io` feature) |
+//! | [`test_io`] | with the `test-io` feature: a simulated I/O with faults and power loss |
 
 mod active;
 pub mod config;
@@ -42,6 +44,7 @@ mod durability;
 mod error;
 mod hooks;
 mod index;
+mod io;
 mod log;
 mod log_view;
 mod mapping;
@@ -53,12 +56,18 @@ mod recovery;
 mod registry;
 mod retention;
 mod segment;
+#[cfg(any(test, feature = "test-io"))]
+pub mod test_io;
 mod writer;
 
 pub use config::{StorageConfig, UnknownWriteMode, WriteMode};
 pub use error::StorageError;
 #[doc(hidden)]
-pub use hooks::{ColdReadHold, TestHooks, WriterPause};
+pub use hooks::TestHooks;
+#[cfg(feature = "test-io")]
+#[doc(hidden)]
+pub use hooks::gate::ColdReadHold;
+pub use io::{MappedRange, RealIo, StorageIo};
 pub use log::Appended;
 pub use log_view::FetchPosition;
 pub use metrics::{

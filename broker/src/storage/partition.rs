@@ -24,7 +24,7 @@ use super::metrics::{PartitionMetrics, PartitionStats};
 use super::poison::Poison;
 use super::read_slice::ReadSlice;
 use super::retention::RetentionPolicy;
-use super::writer::{Command, Writer, WriterQueue};
+use super::writer::{Command, QueueBudget, Writer, WriterQueue};
 
 /// One partition of one topic: an append-only log of records with gap-free offsets.
 pub struct Partition {
@@ -35,7 +35,7 @@ pub struct Partition {
     queue: WriterQueue,
     poison: Arc<Poison>,
     metrics: Arc<PartitionMetrics>,
-    hooks: Arc<TestHooks>,
+    hooks: TestHooks,
     closed: AtomicBool,
     writer: Mutex<Option<JoinHandle<Result<(), StorageError>>>>,
 }
@@ -58,12 +58,12 @@ impl Partition {
         topic: &TopicName,
         id: i32,
         config: &StorageConfig,
+        budget: &QueueBudget,
     ) -> Result<Partition, StorageError> {
         let label = format!("{topic}-{id}");
         let dir = config.data_dir.join(&label);
         let metrics = Arc::new(PartitionMetrics::new(topic.as_str(), id));
-        let hooks = Arc::new(TestHooks::default());
-        let durability = Durability::new(Arc::clone(&hooks), Arc::clone(&metrics));
+        let durability = Durability::new(Arc::clone(&config.io), Arc::clone(&metrics));
         create_dir_durably(&dir, &config.data_dir, &durability)?;
         let settings = LogSettings {
             write_mode: config.write_mode,
@@ -76,9 +76,7 @@ impl Partition {
         };
         let log = PartitionLog::open(dir, settings, durability)?;
         let view = Arc::clone(log.view());
-        // `validate` keeps the budget within `u32`; saturate rather than trust that here.
-        let queue_bytes = u32::try_from(config.writer_queue_bytes).unwrap_or(u32::MAX);
-        let (queue, commands) = WriterQueue::new(config.writer_queue_depth, queue_bytes);
+        let (queue, commands) = WriterQueue::new(config.writer_queue_depth, budget.clone());
         let poison = Arc::new(Poison::default());
         let writer = Writer {
             label: label.clone(),
@@ -86,7 +84,6 @@ impl Partition {
             commands,
             poison: Arc::clone(&poison),
             metrics: Arc::clone(&metrics),
-            hooks: Arc::clone(&hooks),
             retention_check_interval: Duration::from_millis(config.retention_check_interval_ms),
         }
         .spawn()
@@ -99,7 +96,7 @@ impl Partition {
             queue,
             poison,
             metrics,
-            hooks,
+            hooks: TestHooks::default(),
             closed: AtomicBool::new(false),
             writer: Mutex::new(Some(writer)),
         })
@@ -299,14 +296,7 @@ impl Partition {
     /// Blocking: lets the writer finish everything queued, syncs and stops it. Later appends
     /// fail with [`StorageError::Closed`]. Idempotent; reports a poisoned partition as an error.
     pub fn close(&self) -> Result<(), StorageError> {
-        self.closed.store(true, Ordering::SeqCst);
-        self.queue.close();
-        let writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        match writer {
+        match self.begin_close() {
             Some(writer) => writer.join().unwrap_or_else(|_| {
                 Err(StorageError::Poisoned {
                     cause: format!("the writer thread of {}-{} panicked", self.topic, self.id),
@@ -316,7 +306,20 @@ impl Partition {
         }
     }
 
-    /// Failure injection for tests; see [`TestHooks`].
+    /// Non-blocking: queues the writer's stop behind everything queued (later appends fail with
+    /// [`StorageError::Closed`]) and hands over the writer thread to join, unless it was taken
+    /// already.
+    pub(crate) fn begin_close(&self) -> Option<JoinHandle<Result<(), StorageError>>> {
+        self.closed.store(true, Ordering::SeqCst);
+        self.queue.close();
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// The cold-read gate for tests; see [`TestHooks`]. (Write-path faults are injected through
+    /// [`StorageConfig::io`].)
     #[doc(hidden)]
     pub fn test_hooks(&self) -> &TestHooks {
         &self.hooks
@@ -337,9 +340,29 @@ impl Partition {
 }
 
 impl Drop for Partition {
+    /// Closes a partition nobody closed. Joining the writer waits for its final fsync, so on a
+    /// runtime thread (where that would hold up every task on it) the join moves to a thread of
+    /// its own.
     fn drop(&mut self) {
-        if let Err(error) = self.close() {
-            tracing::warn!(topic = %self.topic, partition = self.id, %error, "closing partition on drop failed");
+        let Some(writer) = self.begin_close() else {
+            return;
+        };
+        let label = format!("{}-{}", self.topic, self.id);
+        let join = move || match writer.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(partition = %label, %error, "closing partition on drop failed");
+            }
+            Err(_) => tracing::warn!(partition = %label, "the writer thread panicked"),
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            drop(
+                std::thread::Builder::new()
+                    .name("partition-close".into())
+                    .spawn(join),
+            );
+        } else {
+            join();
         }
     }
 }
@@ -387,6 +410,9 @@ fn create_dir_durably(
     if dir.is_dir() {
         return Ok(());
     }
-    std::fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+    durability
+        .io()
+        .create_dir_all(dir)
+        .context(|| format!("creating {}", dir.display()))?;
     durability.sync_dir(parent)
 }

@@ -41,11 +41,13 @@
 //! number of bytes discarded. A zero length counts as such when anything but zeros follows it
 //! within [`TAIL_PEEK_BYTES`]; a tail of zeros is unwritten space, cleared with an `info` line.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use booblik_protocol::{RECORD_HEADER_BYTES, RecordScanner, ScanEnd, crc32c};
+use booblik_protocol::{
+    MAX_RECORD_PAYLOAD_BYTES, RECORD_HEADER_BYTES, RecordScanner, ScanEnd, crc32c,
+};
 use tracing::{info, warn};
 
 use super::config::MAX_SEGMENT_BYTES;
@@ -59,6 +61,12 @@ use super::segment::{
 
 /// Bytes read at a time while validating a segment (more when one record is larger).
 const RECOVERY_CHUNK_BYTES: usize = 1024 * 1024;
+/// The most recovery reads for one record: the largest a producer can send
+/// (`MAX_RECORD_PAYLOAD_BYTES`, which `RecordSetBuilder` and the server enforce) with its header.
+/// A length field declaring more is damage (a torn write in the last segment, corruption
+/// elsewhere), and no buffer is sized by it: a damaged length could otherwise make recovery
+/// allocate the rest of a segment (up to 2 GiB).
+const MAX_RECOVERY_RECORD_BYTES: usize = MAX_RECORD_PAYLOAD_BYTES + RECORD_HEADER_BYTES;
 /// Bytes after a zero length in the last segment looked at to tell unwritten space (zeros) from
 /// a torn or damaged record, only to choose the log level of the cut. Bounded so an unclean stop
 /// does not read a whole pre-sized MAPPED segment of zeros.
@@ -139,7 +147,8 @@ pub(crate) fn recover_partition(
     let mut examined: Vec<ExaminedSegment> = Vec::with_capacity(count);
     for (n, (base_offset, path)) in listing.segments.into_iter().enumerate() {
         let is_last = n + 1 == count;
-        let segment = examine_segment(base_offset, path, is_last, index_interval_bytes)?;
+        let segment =
+            examine_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
         if let Some(previous) = examined.last() {
             check_continuity(previous, &segment.segment)?;
         }
@@ -253,7 +262,9 @@ fn remove_leftovers(
     durability: &Durability,
 ) -> Result<(), StorageError> {
     for path in leftovers {
-        std::fs::remove_file(path)
+        durability
+            .io()
+            .remove_file(path)
             .context(|| format!("removing retired segment {}", path.display()))?;
         info!(path = %path.display(), "removed a segment retired before the last stop");
     }
@@ -269,10 +280,10 @@ fn examine_segment(
     path: PathBuf,
     is_last: bool,
     index_interval_bytes: u32,
+    durability: &Durability,
 ) -> Result<ExaminedSegment, StorageError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
+    let file = durability
+        .io()
         .open(&path)
         .context(|| format!("opening segment {}", path.display()))?;
     let file_len = file
@@ -430,7 +441,9 @@ fn cut_tail(
     len: u64,
     durability: &Durability,
 ) -> Result<(), StorageError> {
-    file.set_len(len)
+    durability
+        .io()
+        .set_len(file, len)
         .context(|| format!("truncating {} to {len} bytes", path.display()))?;
     durability.sync_all(file, path)
 }
@@ -497,6 +510,14 @@ pub(crate) fn scan_segment(
                 position += p as u64;
                 let record_len = declared_len.map(|len| (RECORD_HEADER_BYTES + len) as u64);
                 match record_len {
+                    Some(len) if len > MAX_RECOVERY_RECORD_BYTES as u64 => {
+                        break ScanStop::Torn {
+                            reason: format!(
+                                "record at byte {position} declares {len} bytes, more than the \
+                                 largest record ({MAX_RECOVERY_RECORD_BYTES} bytes)"
+                            ),
+                        };
+                    }
                     Some(len) if position + len > file_len => {
                         break ScanStop::Torn {
                             reason: format!(
@@ -560,7 +581,7 @@ fn valid_record_at(file: &File, file_len: u64, position: u64) -> std::io::Result
     let mut header = [0u8; RECORD_HEADER_BYTES];
     file.read_exact_at(&mut header, position)?;
     let len = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-    if len <= 0 || header_end + len as u64 > file_len {
+    if len <= 0 || len as usize > MAX_RECORD_PAYLOAD_BYTES || header_end + len as u64 > file_len {
         return Ok(false);
     }
     let stored_crc = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
@@ -659,6 +680,28 @@ mod tests {
     }
 
     #[test]
+    fn a_length_beyond_the_largest_record_is_torn_without_reading_that_far() {
+        // A damaged length declaring 16 MiB, with that many bytes behind it in the file.
+        let mut bytes = records(&[b"a"]);
+        bytes.extend_from_slice(&(16 * 1024 * 1024_i32).to_be_bytes());
+        bytes.resize(bytes.len() + 16 * 1024 * 1024 + 8, 0x5A);
+        let outcome = scan(&bytes);
+        assert_eq!(outcome.end.record_count, 1);
+        match outcome.stop {
+            ScanStop::Torn { reason } => {
+                assert!(reason.contains("more than the largest record"), "{reason}");
+            }
+            other => panic!("expected Torn, got {other:?}"),
+        }
+        // In a segment that is not the last, the same is corruption, as any torn write there.
+        let dir = partition_dir(&[(0, &bytes), (1, &records(&[b"b"]))]);
+        assert!(matches!(
+            recover(dir.path()),
+            Err(StorageError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
     fn records_larger_than_a_read_chunk_are_validated_whole() {
         let big = vec![7u8; RECOVERY_CHUNK_BYTES + 10];
         let bytes = records(&[b"x", &big, b"y"]);
@@ -669,7 +712,7 @@ mod tests {
 
     fn durability() -> Durability {
         Durability::new(
-            std::sync::Arc::new(crate::storage::hooks::TestHooks::default()),
+            std::sync::Arc::new(crate::storage::io::RealIo),
             std::sync::Arc::new(crate::storage::metrics::PartitionMetrics::new("t", 0)),
         )
     }

@@ -16,6 +16,7 @@ use tracing::warn;
 use super::config::StorageConfig;
 use super::error::{IoContext, StorageError};
 use super::partition::Partition;
+use super::writer::QueueBudget;
 
 /// Name of the lock file in the data directory.
 pub const LOCK_FILE_NAME: &str = ".lock";
@@ -46,9 +47,13 @@ impl Storage {
         topics: &[(TopicName, u32)],
     ) -> Result<Storage, StorageError> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir)
+        config
+            .io
+            .create_dir_all(&config.data_dir)
             .context(|| format!("creating data directory {}", config.data_dir.display()))?;
         let lock = lock_data_dir(&config.data_dir)?;
+        // `validate` keeps the budget within `u32`; saturate rather than trust that here.
+        let budget = QueueBudget::new(u32::try_from(config.writer_queue_bytes).unwrap_or(u32::MAX));
         let mut storage = Storage {
             config,
             topics: BTreeMap::new(),
@@ -74,7 +79,7 @@ impl Storage {
             );
             // On an error, dropping `storage` closes the partitions opened so far.
             for id in 0..*count as i32 {
-                let partition = Partition::open(name, id, &storage.config)?;
+                let partition = Partition::open(name, id, &storage.config, &budget)?;
                 storage
                     .topics
                     .get_mut(name.as_str())
@@ -130,9 +135,43 @@ impl Storage {
 }
 
 impl Drop for Storage {
+    /// Closes a storage nobody closed. [`Storage::close`] waits for every writer's final fsync,
+    /// so on a runtime thread the writers are told to stop at once and joined by a thread of
+    /// their own, which releases the data directory lock after the last one: the directory stays
+    /// locked until nothing of this storage writes it.
     fn drop(&mut self) {
-        if let Err(error) = self.close() {
-            warn!(%error, "closing storage on drop failed");
+        if tokio::runtime::Handle::try_current().is_err() {
+            if let Err(error) = self.close() {
+                warn!(%error, "closing storage on drop failed");
+            }
+            return;
+        }
+        let writers: Vec<_> = self
+            .topics
+            .values()
+            .flat_map(|topic| topic.partitions.iter())
+            .filter_map(|partition| partition.begin_close())
+            .collect();
+        let lock = self
+            .lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let join = move || {
+            for writer in writers {
+                match writer.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => warn!(%error, "closing storage on drop failed"),
+                    Err(_) => warn!("a writer thread panicked"),
+                }
+            }
+            drop(lock);
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("storage-close".into())
+            .spawn(join)
+        {
+            warn!(%error, "could not start a thread to close the storage; its writers stop on their own");
         }
     }
 }

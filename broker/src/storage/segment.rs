@@ -6,6 +6,10 @@
 //! holds one while its bytes are being sent. That last reference is the *pin*: retention removes
 //! a segment from the list and renames its file to `<name>.deleted` at once, but the file is
 //! unlinked only when the last `Arc` is dropped, so a reader never loses the bytes it is sending.
+//! That last drop is often a runtime thread (a session finishing a FETCH), where a blocking
+//! `unlink` would hold up every session on it, so inside a tokio runtime the unlink goes to the
+//! blocking pool; elsewhere (the writer thread, a test) it runs in place. A runtime that shuts
+//! down before running it leaves the `.deleted` file, which recovery removes on the next start.
 //!
 //! Readers learn how much of the segment is written from [`Segment::end`], which the writer
 //! publishes after the bytes are in place (release/acquire). The record count and the byte
@@ -15,13 +19,14 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use booblik_protocol::RECORD_HEADER_BYTES;
 use tracing::{debug, warn};
 
 use super::error::{IoContext, StorageError};
 use super::index::{IndexEntry, SparseIndex};
+use super::io::StorageIo;
 
 /// Extension of a live segment file.
 pub(crate) const SEGMENT_SUFFIX: &str = ".log";
@@ -102,10 +107,13 @@ pub(crate) struct Segment {
     index: RwLock<SparseIndex>,
     /// Set when retention removed the segment: the path to unlink when the last pin drops.
     retired_path: OnceLock<PathBuf>,
+    /// What renames and unlinks the file.
+    io: Arc<dyn StorageIo>,
 }
 
 impl Segment {
-    /// A segment over an open file whose first `end` bytes are valid records, indexed by `index`.
+    /// [`Segment::with_io`] over the real file system, for unit tests of the read path.
+    #[cfg(test)]
     pub(crate) fn new(
         base_offset: i64,
         log_bytes_before: u64,
@@ -113,6 +121,21 @@ impl Segment {
         file: File,
         end: SegmentEnd,
         index: SparseIndex,
+    ) -> Self {
+        let io = Arc::new(super::io::RealIo);
+        Self::with_io(base_offset, log_bytes_before, path, file, end, index, io)
+    }
+
+    /// A segment over an open file whose first `end` bytes are valid records, indexed by
+    /// `index`; `io` renames and unlinks it when retention retires it.
+    pub(crate) fn with_io(
+        base_offset: i64,
+        log_bytes_before: u64,
+        path: PathBuf,
+        file: File,
+        end: SegmentEnd,
+        index: SparseIndex,
+        io: Arc<dyn StorageIo>,
     ) -> Self {
         Self {
             base_offset,
@@ -122,6 +145,7 @@ impl Segment {
             end: AtomicU64::new(end.pack()),
             index: RwLock::new(index),
             retired_path: OnceLock::new(),
+            io,
         }
     }
 
@@ -164,8 +188,14 @@ impl Segment {
     }
 
     /// Makes `end` visible to readers. Writer only, after the bytes and index entries are in place.
+    /// Ends only move forward: a record never disappears from a published segment.
     pub(crate) fn publish_end(&self, end: SegmentEnd) {
-        self.end.store(end.pack(), Ordering::Release);
+        let previous = SegmentEnd::unpack(self.end.swap(end.pack(), Ordering::Release));
+        debug_assert!(
+            end.record_count >= previous.record_count && end.position >= previous.position,
+            "published end {end:?} of {} is behind {previous:?}",
+            self.path.display()
+        );
     }
 
     /// Adds index entries for records the writer just wrote.
@@ -320,7 +350,7 @@ impl Segment {
         let mut retired = self.path.clone().into_os_string();
         retired.push(DELETED_SUFFIX);
         let retired = PathBuf::from(retired);
-        let renamed = std::fs::rename(&self.path, &retired);
+        let renamed = self.io.rename(&self.path, &retired);
         // Unlink whichever name the file has when the last pin drops.
         let unlink = if renamed.is_ok() {
             retired
@@ -342,13 +372,20 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        if let Some(path) = self.retired_path.get() {
-            match std::fs::remove_file(path) {
-                Ok(()) => debug!(path = %path.display(), "unlinked retired segment"),
-                Err(error) => {
-                    warn!(path = %path.display(), %error, "could not unlink retired segment");
-                }
+        let Some(path) = self.retired_path.take() else {
+            return;
+        };
+        let io = Arc::clone(&self.io);
+        let unlink = move || match io.remove_file(&path) {
+            Ok(()) => debug!(path = %path.display(), "unlinked retired segment"),
+            Err(error) => {
+                warn!(path = %path.display(), %error, "could not unlink retired segment");
             }
+        };
+        // Not on a runtime thread: see the module docs.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(unlink)),
+            Err(_) => unlink(),
         }
     }
 }

@@ -11,9 +11,14 @@
 //! pushes its command (waiting asynchronously, which is the backpressure producers feel):
 //!
 //! * **count**: `writer_queue_depth` permits, one per batch;
-//! * **bytes**: `writer_queue_bytes` permits, one per byte the batch will take in a segment
-//!   ([`RecordSet::log_bytes`]). A batch larger than the whole budget reserves the whole budget,
-//!   so it waits for an empty queue and then goes alone instead of waiting forever.
+//! * **bytes**: one [`QueueBudget`] of `writer_queue_bytes` permits **shared by every partition
+//!   of the broker**, one per byte the batch will take in a segment ([`RecordSet::log_bytes`]).
+//!   A batch larger than the whole budget reserves the whole budget, so it waits for an empty
+//!   budget and then goes alone instead of waiting forever. So that one busy partition cannot
+//!   starve the others, a partition with nothing queued may always admit one batch without
+//!   waiting: it takes what the budget has left and its **pass** for the rest (one per
+//!   partition, returned with the batch). Memory for queued batches is therefore at most
+//!   `writer_queue_bytes` plus one batch per partition.
 //!
 //! The count alone does not bound memory: a batch may be as large as a frame (8 MiB), so 1024
 //! queued batches could hold 8 GiB. That matters most for ack NONE, whose producer is answered
@@ -36,7 +41,7 @@
 //! batch was written is a refusal instead ([`StorageError::NoSpace`]): that batch fails, the
 //! partition takes the next one.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -47,7 +52,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tracing::{error, warn};
 
 use super::error::StorageError;
-use super::hooks::TestHooks;
 use super::log::{Appended, PartitionLog};
 use super::metrics::PartitionMetrics;
 use super::poison::Poison;
@@ -82,12 +86,31 @@ pub(crate) enum Command {
     Close,
 }
 
-/// One queued batch's room in the queue: a place in the count and its bytes. Dropping it
-/// returns both.
+/// The broker-wide byte budget of the writer queues: `writer_queue_bytes` permits shared by every
+/// partition (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct QueueBudget {
+    bytes: Arc<Semaphore>,
+    capacity_bytes: u32,
+}
+
+impl QueueBudget {
+    pub(crate) fn new(capacity_bytes: u32) -> Self {
+        Self {
+            bytes: Arc::new(Semaphore::new(capacity_bytes as usize)),
+            capacity_bytes,
+        }
+    }
+}
+
+/// One queued batch's room in the queue: a place in the count, its bytes of the shared budget,
+/// and maybe its partition's pass. Dropping it returns all.
 #[derive(Debug)]
 pub(crate) struct QueueSlot {
     place: OwnedSemaphorePermit,
     bytes: OwnedSemaphorePermit,
+    /// Bytes admitted on the partition's pass, beyond `bytes`.
+    passed_bytes: u64,
     load: Arc<QueueLoad>,
 }
 
@@ -96,9 +119,13 @@ impl Drop for QueueSlot {
         self.load
             .batches
             .fetch_sub(self.place.num_permits(), Ordering::Relaxed);
-        self.load
-            .bytes
-            .fetch_sub(self.bytes.num_permits() as u64, Ordering::Relaxed);
+        self.load.bytes.fetch_sub(
+            self.bytes.num_permits() as u64 + self.passed_bytes,
+            Ordering::Relaxed,
+        );
+        if self.passed_bytes > 0 {
+            self.load.pass_taken.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -110,6 +137,8 @@ impl Drop for QueueSlot {
 struct QueueLoad {
     batches: AtomicUsize,
     bytes: AtomicU64,
+    /// A batch of this partition holds the pass.
+    pass_taken: AtomicBool,
 }
 
 /// The sending side of a partition's writer queue.
@@ -118,29 +147,29 @@ pub(crate) struct WriterQueue {
     sender: Mutex<Option<mpsc::Sender<Command>>>,
     /// One permit per batch that may be queued.
     places: Arc<Semaphore>,
-    /// One permit per byte that may be queued.
-    bytes: Arc<Semaphore>,
-    capacity_bytes: u32,
+    /// The broker-wide byte budget.
+    budget: QueueBudget,
     load: Arc<QueueLoad>,
 }
 
 impl WriterQueue {
-    /// A queue of at most `depth` appends holding at most `capacity_bytes` bytes of records
-    /// (see the module docs for a larger batch), and the receiving end for the writer.
-    pub(crate) fn new(depth: usize, capacity_bytes: u32) -> (Self, mpsc::Receiver<Command>) {
+    /// A queue of at most `depth` appends whose bytes come from `budget` (see the module docs),
+    /// and the receiving end for the writer.
+    pub(crate) fn new(depth: usize, budget: QueueBudget) -> (Self, mpsc::Receiver<Command>) {
         let (sender, receiver) = mpsc::channel();
         let queue = Self {
             sender: Mutex::new(Some(sender)),
             places: Arc::new(Semaphore::new(depth)),
-            bytes: Arc::new(Semaphore::new(capacity_bytes as usize)),
-            capacity_bytes,
+            budget,
             load: Arc::default(),
         };
         (queue, receiver)
     }
 
     /// Waits for room for one append of `log_bytes` bytes (backpressure): a place first, then the
-    /// bytes, clamped to the whole budget. `Closed` once the queue is closed.
+    /// bytes of the shared budget, clamped to the whole budget — or, with nothing of this
+    /// partition queued, what the budget has left plus the partition's pass, without waiting.
+    /// `Closed` once the queue is closed.
     pub(crate) async fn reserve(&self, log_bytes: usize) -> Result<QueueSlot, StorageError> {
         let place = Arc::clone(&self.places)
             .acquire_owned()
@@ -148,22 +177,55 @@ impl WriterQueue {
             .map_err(|_| StorageError::Closed)?;
         let wanted = u32::try_from(log_bytes)
             .unwrap_or(u32::MAX)
-            .min(self.capacity_bytes);
-        let bytes = Arc::clone(&self.bytes)
-            .acquire_many_owned(wanted)
-            .await
-            .map_err(|_| StorageError::Closed)?;
+            .min(self.budget.capacity_bytes);
+        let semaphore = &self.budget.bytes;
+        let (bytes, passed_bytes) = match Arc::clone(semaphore).try_acquire_many_owned(wanted) {
+            Ok(bytes) => (bytes, 0),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(StorageError::Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) if self.may_pass() => {
+                // Whatever the budget has left now (none if a waiter is ahead: the semaphore is
+                // fair), the rest on the pass.
+                let left = (semaphore.available_permits() as u32).min(wanted);
+                let bytes = Arc::clone(semaphore)
+                    .try_acquire_many_owned(left)
+                    .or_else(|_| Arc::clone(semaphore).try_acquire_many_owned(0))
+                    .map_err(|_| StorageError::Closed)?;
+                let passed = u64::from(wanted) - bytes.num_permits() as u64;
+                if passed == 0 {
+                    self.load.pass_taken.store(false, Ordering::Release);
+                }
+                (bytes, passed)
+            }
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let bytes = Arc::clone(semaphore)
+                    .acquire_many_owned(wanted)
+                    .await
+                    .map_err(|_| StorageError::Closed)?;
+                (bytes, 0)
+            }
+        };
         self.load
             .batches
             .fetch_add(place.num_permits(), Ordering::Relaxed);
         self.load
             .bytes
-            .fetch_add(bytes.num_permits() as u64, Ordering::Relaxed);
+            .fetch_add(bytes.num_permits() as u64 + passed_bytes, Ordering::Relaxed);
         Ok(QueueSlot {
             place,
             bytes,
+            passed_bytes,
             load: Arc::clone(&self.load),
         })
+    }
+
+    /// True, and the pass taken, when nothing of this partition is queued and the pass is free.
+    fn may_pass(&self) -> bool {
+        self.load.bytes.load(Ordering::Acquire) == 0
+            && self
+                .load
+                .pass_taken
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
     }
 
     /// Hands a command to the writer. `Closed` once the queue is closed.
@@ -187,7 +249,6 @@ impl WriterQueue {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         self.places.close();
-        self.bytes.close();
         match sender {
             Some(sender) => {
                 let _ = sender.send(Command::Close);
@@ -222,7 +283,6 @@ pub(crate) struct Writer {
     pub(crate) commands: mpsc::Receiver<Command>,
     pub(crate) poison: Arc<Poison>,
     pub(crate) metrics: Arc<PartitionMetrics>,
-    pub(crate) hooks: Arc<TestHooks>,
     pub(crate) retention_check_interval: Duration,
 }
 
@@ -249,7 +309,6 @@ impl Writer {
                 // Every sender is gone without a Close: stop the same way.
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            self.hooks.pass_writer_gate();
             let mut group = ForcedGroup::default();
             closing = self.handle(first, &mut group);
             let mut handled = 1;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use booblik_broker::storage::test_io::SimIo;
 use booblik_broker::storage::{Partition, Storage, StorageConfig, StorageError, WriteMode};
 use booblik_protocol::{RecordScanner, RecordSet, TopicName};
 
@@ -22,6 +23,19 @@ pub fn config(dir: &Path, mode: WriteMode, segment_bytes: u64) -> StorageConfig 
         write_mode: mode,
         ..StorageConfig::default()
     }
+}
+
+/// [`config`] with a simulated I/O (`SimIo::new`: the real file system, faults on demand), and
+/// that I/O, for tests that inject failures or stall the disk.
+pub fn config_with_sim(
+    dir: &Path,
+    mode: WriteMode,
+    segment_bytes: u64,
+) -> (StorageConfig, Arc<SimIo>) {
+    let sim = Arc::new(SimIo::new());
+    let mut config = config(dir, mode, segment_bytes);
+    config.io = Arc::clone(&sim) as _;
+    (config, sim)
 }
 
 /// Opens a storage with one topic of one partition.
