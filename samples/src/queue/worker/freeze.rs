@@ -29,6 +29,8 @@ pub const MAX_FREEZE_MS: u64 = 60_000;
 pub struct Freeze {
     duration: Duration,
     armed: AtomicBool,
+    /// True while a thread is blocked in the freeze.
+    blocking: AtomicBool,
     frozen: Mutex<Option<Frozen>>,
 }
 
@@ -53,6 +55,7 @@ impl Freeze {
         Ok(Arc::new(Self {
             duration: Duration::from_millis(freeze_ms),
             armed: AtomicBool::new(true),
+            blocking: AtomicBool::new(false),
             frozen: Mutex::new(None),
         }))
     }
@@ -76,7 +79,9 @@ impl Freeze {
                     });
                     tracing::warn!(%task_id, token, freeze_ms = freeze.duration.as_millis() as u64, "freezing this worker's thread");
                     // Blocking on purpose: the point is that nothing on this thread runs.
+                    freeze.blocking.store(true, Ordering::SeqCst);
                     std::thread::sleep(freeze.duration);
+                    freeze.blocking.store(false, Ordering::SeqCst);
                 }
                 result
             }
@@ -87,6 +92,11 @@ impl Freeze {
     /// How long the freeze lasts.
     pub fn duration(&self) -> Duration {
         self.duration
+    }
+
+    /// Whether a thread is blocked in the freeze right now.
+    pub fn is_blocking(&self) -> bool {
+        self.blocking.load(Ordering::SeqCst)
     }
 
     /// The assignment that froze, once one has.
