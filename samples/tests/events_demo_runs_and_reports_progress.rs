@@ -77,8 +77,8 @@ async fn the_demo_runs_for_its_duration_and_passes_its_checks() {
         "{fencing}"
     );
 
-    // The consumers resume from where the first run saved them.
-    // Same data again, without the freeze: nothing is refused.
+    // Same data again, without the freeze: the consumers resume from where the first run saved
+    // them, and nothing is refused.
     let (status, out, err) = run_demo(data_dir, &["--no-freeze"]).finish().await;
     assert!(
         status.success(),

@@ -272,7 +272,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         None
     };
     if cli.task_rate > 0 {
-        start_task_queue(&mut demo, &client, &addr, &cli, &sink, freeze.as_ref()).await?;
+        start_task_queue(&mut demo, &client, &addr, &cli, &sink, freeze.as_ref());
     }
 
     // Run until Ctrl-C, the duration, or a part failing.
@@ -365,14 +365,14 @@ async fn main() -> anyhow::Result<ExitCode> {
 
 /// Layer 2: a submitter (a writer) and `cli.workers` workers (readers: caught up once every task
 /// submitted so far is finished), each worker with its own connection and followers.
-async fn start_task_queue(
+fn start_task_queue(
     demo: &mut Demo,
     client: &Client,
     addr: &str,
     cli: &Cli,
     sink: &ResultSink,
     freeze: Option<&Arc<Freeze>>,
-) -> anyhow::Result<()> {
+) {
     let submitted = Arc::new(AtomicU64::new(0));
     {
         let (client, count, status_count) = (
@@ -449,7 +449,6 @@ async fn start_task_queue(
             },
         );
     }
-    Ok(())
 }
 
 /// Per partition of the events topic: the high watermark now.
