@@ -228,6 +228,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 let config = ProjectionConfig {
                     topic: TOPIC.into(),
                     consumer: ConsumerConfig::default(),
+                    snapshot: None,
                 };
                 run_projection(client, config, state, stop).await?;
                 Ok(())
