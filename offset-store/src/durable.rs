@@ -1,7 +1,8 @@
 //! The blocking file work: read a position, and replace it so that a crash at any instant leaves
 //! either the old complete file or the new complete file.
 //!
-//! A save is the classic sequence, and each step is there for a reason:
+//! A save is the classic sequence of [`crate::durable_file`] (public, for any file that must
+//! never be half-written), and each step is there for a reason:
 //!
 //! 1. write the new bytes to `<partition>.offset.tmp` (truncating whatever a crash left there);
 //! 2. `fsync` the temp file — otherwise the rename below can reach the disk before the data,
@@ -20,10 +21,11 @@
 //!
 //! Everything here blocks; [`crate::FileOffsetStore`] runs it on tokio's blocking pool.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::Path;
 
+use crate::durable_file::{self, sync_directory};
 use crate::error::{IoStep, OffsetStoreError};
 use crate::format::{self, MAX_FILE_BYTES};
 use crate::key::OffsetKey;
@@ -52,27 +54,15 @@ pub fn read_offset(paths: &KeyPaths, key: &OffsetKey) -> Result<Option<i64>, Off
         })
 }
 
-/// Replaces the offset file of `key` with one holding `offset` (steps 1–4 of the module docs).
+/// Replaces the offset file of `key` with one holding `offset` (steps 1–4 of the module docs,
+/// done by [`crate::durable_file`]).
 pub fn write_offset(
     paths: &KeyPaths,
     key: &OffsetKey,
     offset: i64,
 ) -> Result<(), OffsetStoreError> {
     let bytes = format::encode(key, offset);
-    let mut temp = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&paths.temp)
-        .map_err(|error| OffsetStoreError::io(IoStep::WriteTemp, &paths.temp, error))?;
-    temp.write_all(&bytes)
-        .map_err(|error| OffsetStoreError::io(IoStep::WriteTemp, &paths.temp, error))?;
-    temp.sync_all()
-        .map_err(|error| OffsetStoreError::io(IoStep::SyncTemp, &paths.temp, error))?;
-    drop(temp);
-    fs::rename(&paths.temp, &paths.file)
-        .map_err(|error| OffsetStoreError::io(IoStep::Rename, &paths.file, error))?;
-    sync_directory(&paths.topic_dir)
+    durable_file::replace_via(&paths.temp, &paths.file, &paths.topic_dir, &bytes)
 }
 
 /// Creates the key's directories if needed and makes their entries durable by fsyncing each
@@ -99,13 +89,6 @@ pub fn remove_stale_temp(paths: &KeyPaths) {
             "could not remove a stale temporary offset file; it is ignored"
         ),
     }
-}
-
-/// fsync of a directory: makes the creation, rename or removal of its entries durable.
-pub fn sync_directory(dir: &Path) -> Result<(), OffsetStoreError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|error| OffsetStoreError::io(IoStep::SyncDirectory, dir, error))
 }
 
 /// Creates the store's root directory if it is missing, durably (its parent is fsynced).

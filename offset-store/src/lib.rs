@@ -30,7 +30,8 @@
 //! |---|---|
 //! | [`OffsetStore`] (`store`) | the trait: `load` / `save` of one offset per consumer, topic, partition; also implemented for `Arc<T>` and `Box<T>` |
 //! | [`FileOffsetStore`] (`file_store`) | the durable store: per-key ordering, blocking work off the async threads |
-//! | `durable` (private) | the blocking file work: read, and temp + fsync + rename + directory fsync |
+//! | `durable` (private) | the blocking file work of a save and a load |
+//! | [`durable_file`] | replacing any whole file durably: temp + fsync + rename + directory fsync, for snapshots and the like |
 //! | `layout` (private) | where a key's files live: `<dir>/<consumer>/<topic>/<partition>.offset` |
 //! | `name_encoding` (private) | escaping arbitrary names into one safe, reversible path component |
 //! | [`format`](mod@format) | the bytes of an offset file: magic, version, key, offset, CRC-32C |
@@ -89,6 +90,7 @@
 //! * Saves for different keys run in parallel; saves for one key take effect in call order.
 //! * One writer process per key. Several processes may share a directory with disjoint keys.
 
+pub mod durable_file;
 pub mod format;
 
 mod durable;

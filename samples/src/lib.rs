@@ -7,9 +7,11 @@
 //! | [`support`] | — | plumbing shared by the binaries: flags, shutdown, retries, stats over HTTP, an embedded broker |
 //!
 //! Binaries (`src/bin/`): `publisher`, `follow-consumer`, `replay-consumer`, `projection`,
-//! `demo`, `queue-submit`, `queue-worker`, `queue-verify`. Example (`examples/`):
-//! `checkpointed_follow`, the smallest at-least-once consumer, to copy. `samples/README.md` maps
-//! every pattern to the file that shows it.
+//! `demo`, `queue-submit`, `queue-worker`, `queue-verify`. Examples (`examples/`, each under 150
+//! lines, each runs on its own embedded broker): `keyed_publisher`, `follow_and_save`,
+//! `replay_to_end`, `projection_snapshot`, `queue_worker` — the patterns to copy, without the
+//! production plumbing. `samples/README.md` has the reading path and maps every pattern to the
+//! file that shows it.
 
 pub mod events;
 pub mod queue;

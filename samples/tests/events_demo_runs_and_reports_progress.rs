@@ -1,17 +1,16 @@
 //! `demo --duration-s N` starts an embedded broker and every events sample, shows progress while it
 //! runs (the task queue included), stops by itself, passes its end-of-run cross-checks and exits 0; run again on the same
-//! data, its follow consumers resume from their saved positions.
+//! data, its follow consumers resume from their saved positions. By default one worker freezes
+//! past its lease and the shared sink refuses its late effect; `--no-freeze` turns that off.
 
 mod events_support;
 
 use events_support::Sample;
 
-fn run_demo(data_dir: &str) -> Sample {
-    Sample::start(
-        env!("CARGO_BIN_EXE_demo"),
-        &["--data-dir", data_dir, "--duration-s", "2", "--rate", "300"],
-        "warn",
-    )
+fn run_demo(data_dir: &str, extra: &[&str]) -> Sample {
+    let mut args = vec!["--data-dir", data_dir, "--duration-s", "2", "--rate", "300"];
+    args.extend_from_slice(extra);
+    Sample::start(env!("CARGO_BIN_EXE_demo"), &args, "warn")
 }
 
 /// The number after `label` on the last line containing it.
@@ -31,7 +30,7 @@ async fn the_demo_runs_for_its_duration_and_passes_its_checks() {
     let data_dir = dir.path().join("demo-data");
     let data_dir = data_dir.to_str().unwrap();
 
-    let (status, out, err) = run_demo(data_dir).finish().await;
+    let (status, out, err) = run_demo(data_dir, &[]).finish().await;
     assert!(
         status.success(),
         "exit {status}\nstdout:\n{out}\nstderr:\n{err}"
@@ -68,14 +67,26 @@ async fn the_demo_runs_for_its_duration_and_passes_its_checks() {
         "the demo's task queue completed tasks:\n{out}"
     );
     assert!(out.contains(" 0 violations"), "{out}");
+    // Fencing shown: the frozen worker's late effect, and only it, was refused.
+    let fencing = out
+        .lines()
+        .find(|l| l.contains("fencing: worker"))
+        .unwrap_or_else(|| panic!("no fencing check:\n{out}"));
+    assert!(
+        fencing.contains("ok ") && fencing.ends_with(" 1 refused"),
+        "{fencing}"
+    );
 
-    // Same data again: the consumers resume from where the first run saved them.
-    let (status, out, err) = run_demo(data_dir).finish().await;
+    // Same data again, without the freeze: the consumers resume from where the first run saved
+    // them, and nothing is refused.
+    let (status, out, err) = run_demo(data_dir, &["--no-freeze"]).finish().await;
     assert!(
         status.success(),
         "exit {status}\nstdout:\n{out}\nstderr:\n{err}"
     );
     assert!(out.contains("started from saved position"), "{out}");
+    assert!(!out.contains("fencing:"), "{out}");
+    assert!(out.contains(" 0 refused"), "{out}");
     assert!(
         out.contains(&format!("{sent} records already in the log")),
         "{out}"

@@ -43,6 +43,7 @@ async fn the_projection_equals_a_direct_fold_of_the_published_events() {
         ProjectionConfig {
             topic: "events".into(),
             consumer: ConsumerConfig::default(),
+            snapshot: None,
         },
         Arc::clone(&state),
         stop.clone(),

@@ -3,11 +3,15 @@
 //!
 //! ```text
 //! projection [--broker host:port] [--stats-bind addr] [--topic events] [--top 10]
+//!     [--snapshot FILE] [--snapshot-every-ms 1000]
 //! ```
 //!
 //! On start it replays every partition from the log start, then follows each from where its replay
-//! ended. It stores no position — the state lives in memory, so the position does too, and a
-//! restart rebuilds both (`booblik_samples::events::projection` explains why). With
+//! ended. Without `--snapshot` it stores no position — the state lives in memory, so the position
+//! does too, and a restart rebuilds both (`booblik_samples::events::projection` explains why).
+//! With `--snapshot FILE` it saves the model together with its positions in that one file every
+//! `--snapshot-every-ms` (and at a clean stop), and a restart restores it and catches up from
+//! there. With
 //! `--stats-bind`: `GET /stats` (phase, events, users, `next_offset`, `top_users`) and
 //! `GET /users/{id}` (one user's view, 404 when unknown).
 
@@ -16,6 +20,7 @@ use std::sync::Arc;
 
 use booblik_client::ConsumerConfig;
 use booblik_samples::events::projection::http::{routes, stats_json};
+use booblik_samples::events::projection::snapshot::{DEFAULT_SNAPSHOT_EVERY_MS, SnapshotConfig};
 use booblik_samples::events::projection::{
     DEFAULT_TOP_USERS, ProjectionConfig, ProjectionState, run_projection,
 };
@@ -36,6 +41,12 @@ struct Cli {
     /// Users in the top list.
     #[arg(long, default_value_t = DEFAULT_TOP_USERS)]
     top: usize,
+    /// Save the model and its positions in this one file, and restore it on start.
+    #[arg(long, env = "BOOBLIK_PROJECTION_SNAPSHOT")]
+    snapshot: Option<std::path::PathBuf>,
+    /// Interval between snapshots.
+    #[arg(long, default_value_t = DEFAULT_SNAPSHOT_EVERY_MS)]
+    snapshot_every_ms: u64,
 }
 
 #[tokio::main]
@@ -61,6 +72,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     let config = ProjectionConfig {
         topic: cli.common.topic,
         consumer: ConsumerConfig::default(),
+        snapshot: cli.snapshot.map(|path| SnapshotConfig {
+            path,
+            every_ms: cli.snapshot_every_ms,
+        }),
     };
     run_projection(client, config, Arc::clone(&state), shutdown).await?;
     let last = state.snapshot(cli.top);

@@ -23,7 +23,8 @@
 //! | `recheck.rs` | follow consumer | after a reconnect, re-read the last applied record: a log rewritten under the position stops the consumer |
 //! | `replay.rs` | replay consumer | history to the high watermark, a summary, re-runnable |
 //! | `projection/model.rs` | projection | the read model as a pure, offset-idempotent fold |
-//! | `projection/mod.rs` | projection | replay then follow; why no position is stored |
+//! | `projection/mod.rs` | projection | replay then follow; why no position is stored apart from the state |
+//! | `projection/snapshot.rs` | projection | the option: model and positions in one durable file, restored on start |
 //! | `projection/http.rs` | projection | queries: `GET /stats`, `GET /users/{id}` |
 //! | `crosscheck.rs` | auditing | a replay as the reference for what every other reader saw |
 //!
@@ -56,7 +57,9 @@ pub mod tally;
 
 pub use event::{EventKind, UserEvent};
 pub use follow::{FollowConfig, FollowError, FollowSnapshot, FollowState, run_follow};
-pub use projection::{Projection, ProjectionConfig, ProjectionState, run_projection};
+pub use projection::{
+    Projection, ProjectionConfig, ProjectionError, ProjectionState, run_projection,
+};
 pub use publisher::{
     PublishError, PublisherConfig, PublisherSnapshot, PublisherStats, run_publisher,
 };

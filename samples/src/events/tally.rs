@@ -175,6 +175,59 @@ impl PartitionTally {
     }
 }
 
+/// Serde for a map of tallies *with* their order-check state (which `/stats` leaves out): the
+/// projection's snapshot restores it, or the first event of each user after a restore would go
+/// unchecked against the one before.
+pub(crate) mod with_order_state {
+    use std::collections::{BTreeMap, HashMap};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use uuid::Uuid;
+
+    use super::PartitionTally;
+
+    #[derive(Serialize)]
+    struct TallyRef<'a> {
+        #[serde(flatten)]
+        tally: &'a PartitionTally,
+        last_seq: &'a HashMap<String, Vec<(Uuid, u64)>>,
+    }
+
+    #[derive(Deserialize)]
+    struct TallyOwned {
+        #[serde(flatten)]
+        tally: PartitionTally,
+        last_seq: HashMap<String, Vec<(Uuid, u64)>>,
+    }
+
+    pub(crate) fn serialize<S: Serializer>(
+        tallies: &BTreeMap<i32, PartitionTally>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(tallies.iter().map(|(partition, tally)| {
+            let with_order = TallyRef {
+                tally,
+                last_seq: &tally.last_seq,
+            };
+            (partition, with_order)
+        }))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<i32, PartitionTally>, D::Error> {
+        let owned = BTreeMap::<i32, TallyOwned>::deserialize(deserializer)?;
+        Ok(owned
+            .into_iter()
+            .map(|(partition, owned)| {
+                let mut tally = owned.tally;
+                tally.last_seq = owned.last_seq;
+                (partition, tally)
+            })
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

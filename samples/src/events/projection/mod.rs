@@ -20,25 +20,32 @@
 //! Persist only the position (the follow consumer's pattern) and it is worse: the in-memory state
 //! is empty after a restart, yet the fold resumes mid-log. So the rule is: **state and position are
 //! persisted together, atomically (one snapshot file written with temp-file + rename), or not at
-//! all.** This projection chooses "not at all": its state lives in memory, its positions live
-//! inside that state ([`Projection::positions`]), and a restart rebuilds both by replaying the log
-//! from the beginning. That costs a replay at start-up — cheap at a sample's scale — and can never
-//! be inconsistent. (Snapshotting `(state, positions)` together is the next step when the replay
-//! becomes too slow; the follow consumer's `FileOffsetStore` is the wrong tool for it.)
+//! all.** By default this projection chooses "not at all": its state lives in memory, its
+//! positions live inside that state ([`Projection::positions`]), and a restart rebuilds both by
+//! replaying the log from the beginning. That costs a replay at start-up — cheap at a sample's
+//! scale — and can never be inconsistent. With [`ProjectionConfig::snapshot`] set it chooses
+//! "together": every `every_ms` the model *with* its positions is written to one file
+//! ([`snapshot`]), and a restart restores it and catches up from those positions. (The follow
+//! consumer's `FileOffsetStore` is the wrong tool for this: a position stored apart from its
+//! state.)
 //!
 //! Each partition becomes live on its own: while some are still catching up the model answers,
 //! and `/stats` says `catching_up`.
 //!
-//! Files: [`model`] (the pure fold), [`http`] (the query endpoints), this file (the loop).
+//! Files: [`model`] (the pure fold), [`snapshot`] (model and positions in one durable file),
+//! [`http`] (the query endpoints), this file (the loop).
 
 pub mod http;
 pub mod model;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use booblik_client::{Batch, Client, ClientError, Consumer, ConsumerConfig, StartPosition};
 use serde::Serialize;
+
+use snapshot::{MIN_SNAPSHOT_EVERY_MS, SnapshotConfig, SnapshotError};
 
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::{partitions_of, run_per_partition};
@@ -57,6 +64,20 @@ pub struct ProjectionConfig {
     pub topic: String,
     /// Fetch settings.
     pub consumer: ConsumerConfig,
+    /// Save the model with its positions to a file, and restore it on start (`None`: keep
+    /// everything in memory and replay the whole log on every start).
+    pub snapshot: Option<SnapshotConfig>,
+}
+
+/// Why the projection stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    /// Reading the log failed for good.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The snapshot could not be restored or saved.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 /// Where a partition's fold is.
@@ -87,7 +108,7 @@ pub struct ProjectionSnapshot {
     pub events: u64,
     /// Users seen.
     pub users: usize,
-    /// Per partition: one past the last offset folded (held in memory only).
+    /// Per partition: one past the last offset folded (in memory, and in the snapshot if any).
     pub next_offset: BTreeMap<i32, i64>,
     /// The most active users.
     pub top_users: Vec<TopUser>,
@@ -169,17 +190,33 @@ impl ProjectionState {
 }
 
 /// Folds every partition of `config.topic` into `state`: replay, then follow, until `shutdown`.
+/// With a snapshot configured, restores it first (the replay then starts at its positions),
+/// saves it every `every_ms` while folding, and once more at the end.
 pub async fn run_projection(
     client: Client,
     config: ProjectionConfig,
     state: Arc<ProjectionState>,
     shutdown: Shutdown,
-) -> Result<(), ClientError> {
+) -> Result<(), ProjectionError> {
+    if let Some(snapshot) = &config.snapshot {
+        if snapshot.every_ms < MIN_SNAPSHOT_EVERY_MS {
+            return Err(SnapshotError::Interval(snapshot.every_ms).into());
+        }
+        if let Some(model) = snapshot::load(&snapshot.path, &config.topic)? {
+            tracing::info!(
+                path = %snapshot.path.display(),
+                events = model.events(),
+                positions = ?model.positions(),
+                "projection restored from its snapshot"
+            );
+            *state.model_mut() = model;
+        }
+    }
     let partitions = partitions_of(&client, &config.topic, None).await?;
     for &partition in &partitions {
         state.set_phase(partition, Phase::CatchingUp);
     }
-    run_per_partition(partitions, &shutdown, |partition, stop| {
+    let fold = run_per_partition(partitions, &shutdown, |partition, stop| {
         fold_partition(
             client.clone(),
             config.clone(),
@@ -187,8 +224,31 @@ pub async fn run_projection(
             Arc::clone(&state),
             stop,
         )
-    })
-    .await
+    });
+    let Some(snapshot) = &config.snapshot else {
+        return Ok(fold.await?);
+    };
+    let mut fold = std::pin::pin!(fold);
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(snapshot.every_ms));
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut fold => break outcome,
+            _ = every.tick() => save_snapshot(&state, &config.topic, snapshot).await?,
+        }
+    };
+    // The last one: a clean stop restarts exactly here.
+    save_snapshot(&state, &config.topic, snapshot).await?;
+    Ok(outcome?)
+}
+
+/// Writes the model with its positions, encoded under the read lock: one moment's state.
+async fn save_snapshot(
+    state: &ProjectionState,
+    topic: &str,
+    config: &SnapshotConfig,
+) -> Result<(), SnapshotError> {
+    let bytes = snapshot::encode(topic, &state.model());
+    snapshot::save(&config.path, bytes).await
 }
 
 async fn fold_partition(
@@ -198,8 +258,14 @@ async fn fold_partition(
     state: Arc<ProjectionState>,
     stop: Shutdown,
 ) -> Result<(), ClientError> {
-    // Always from the log start: the position is not stored, because the state is not.
-    let Some(consumer) = start_consumer(&client, &config, partition, &stop).await? else {
+    // From the log start — the position is not stored, because the state is not — or from the
+    // position of a restored snapshot, which is stored *with* the state.
+    let start = state
+        .model()
+        .positions()
+        .get(&partition)
+        .map_or(StartPosition::Earliest, |&at| StartPosition::At(at));
+    let Some(consumer) = start_consumer(&client, &config, partition, start, &stop).await? else {
         return Ok(());
     };
     let mut replay = consumer.replay().await?;
@@ -250,21 +316,17 @@ async fn fold_partition(
     }
 }
 
-/// A consumer at the log start, waiting out transient failures. `None` when stopped meanwhile.
+/// A consumer at `start`, waiting out transient failures. `None` when stopped meanwhile.
 async fn start_consumer(
     client: &Client,
     config: &ProjectionConfig,
     partition: i32,
+    start: StartPosition,
     stop: &Shutdown,
 ) -> Result<Option<Consumer>, ClientError> {
     loop {
         match client
-            .consumer(
-                &config.topic,
-                partition,
-                StartPosition::Earliest,
-                config.consumer.clone(),
-            )
+            .consumer(&config.topic, partition, start, config.consumer.clone())
             .await
         {
             Ok(consumer) => return Ok(Some(consumer)),

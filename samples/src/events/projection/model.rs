@@ -44,10 +44,12 @@ pub struct TopUser {
     pub events: u64,
 }
 
-/// Events per user, folded from the log.
-#[derive(Debug, Clone, Default)]
+/// Events per user, folded from the log. Serializable as one value with its positions: the
+/// projection's snapshot (`snapshot.rs`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Projection {
     users: HashMap<String, UserView>,
+    #[serde(with = "crate::events::tally::with_order_state")]
     tallies: BTreeMap<i32, PartitionTally>,
 }
 

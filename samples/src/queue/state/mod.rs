@@ -130,7 +130,7 @@ pub struct QueueState {
     config: QueueConfig,
     tasks: HashMap<Uuid, TaskState>,
     /// Submitted, unfinished tasks, indexed for [`candidates`](Self::candidates). Kept in step
-    /// with `tasks`: every change to a [`TaskState`] goes through [`ClaimableIndex::track`].
+    /// with `tasks`: every change to a [`TaskState`] is followed by [`ClaimableIndex::update`].
     open: ClaimableIndex,
     counters: Counters,
     last_task_offset: Option<i64>,
@@ -167,14 +167,13 @@ impl QueueState {
                 first_offset: first.offset,
             }
         } else {
-            // A task known from claims already may enter the index leased, or not at all.
-            self.open.track(state, |state| {
-                state.submission = Some(Submission {
-                    offset,
-                    submitted_at_ms: task.submitted_at_ms,
-                    payload: task.payload.clone(),
-                });
+            state.submission = Some(Submission {
+                offset,
+                submitted_at_ms: task.submitted_at_ms,
+                payload: task.payload.clone(),
             });
+            // A task known from claims already may enter the index leased, or not at all.
+            self.open.update(state);
             TaskEvent::Submitted {
                 task_id: task.task_id,
             }
@@ -183,10 +182,8 @@ impl QueueState {
         Ok(event)
     }
 
-    /// Applies the record at `offset` of the `claims` partition and returns the verdict on it.
-    ///
-    /// A worker that appended a record learns what became of it from the event returned for the
-    /// offset its append returned.
+    /// Applies the record at `offset` of the `claims` partition and returns the verdict on it:
+    /// see [`verdict`] (the dispatcher and the rules, in one file).
     pub fn apply_claims_record(
         &mut self,
         offset: i64,
@@ -194,40 +191,7 @@ impl QueueState {
     ) -> Result<Event, ApplyError> {
         check_next_offset(LogName::Claims, self.last_claims_offset, offset)?;
         self.last_claims_offset = Some(offset);
-        let task_id = record.task_id();
-        let config = self.config;
-        let event = match record {
-            ClaimsRecord::Claim(claim) => {
-                let task = self
-                    .tasks
-                    .entry(task_id)
-                    .or_insert_with(|| TaskState::new(task_id));
-                self.open.track(task, |task| {
-                    verdict::judge_claim(task, offset, claim, config)
-                })
-            }
-            // No state means nothing was ever claimed for the task: no token can be current.
-            ClaimsRecord::Extend(extend) => match self.tasks.get_mut(&task_id) {
-                Some(task) => self
-                    .open
-                    .track(task, |task| verdict::judge_extend(task, extend)),
-                None => Event::ExtendVoid {
-                    task_id,
-                    token: extend.token,
-                    reason: Rejection::NeverClaimed,
-                },
-            },
-            ClaimsRecord::Done(done) => match self.tasks.get_mut(&task_id) {
-                Some(task) => self
-                    .open
-                    .track(task, |task| verdict::judge_done(task, offset, done)),
-                None => Event::DoneFenced {
-                    task_id,
-                    token: done.token,
-                    reason: Rejection::NeverClaimed,
-                },
-            },
-        };
+        let event = verdict::apply(&mut self.tasks, &mut self.open, self.config, offset, record);
         self.counters.count(&event);
         Ok(event)
     }

@@ -4,11 +4,68 @@
 //! claims log) and of the fields of the record. No clock is read and the tasks log is not
 //! consulted, so every reader that has applied the same prefix of the claims log reaches the
 //! same verdict.
+//!
+//! [`apply`] takes one claims record to the rule for its kind; the rest of the file is the rules.
 
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use super::claimable::ClaimableIndex;
 use super::config::QueueConfig;
 use super::event::{ClaimLostReason, Event, Rejection};
 use super::task_state::{Lease, TaskState, TaskStatus};
-use crate::queue::record::{Claim, Done, Extend};
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+
+/// Applies one claims record at `offset` to its task and returns the verdict: the one entry
+/// point of the rules below ([`QueueState::apply_claims_record`](super::QueueState::apply_claims_record)
+/// checks the offset, then calls this).
+pub(super) fn apply(
+    tasks: &mut HashMap<Uuid, TaskState>,
+    index: &mut ClaimableIndex,
+    config: QueueConfig,
+    offset: i64,
+    record: &ClaimsRecord,
+) -> Event {
+    let task_id = record.task_id();
+    let event = match record {
+        // A claim may name a task whose record this reader has not read yet (see "Tasks the
+        // claims reader has not seen yet" in `state`): it is judged all the same.
+        ClaimsRecord::Claim(claim) => {
+            let task = tasks
+                .entry(task_id)
+                .or_insert_with(|| TaskState::new(task_id));
+            judge_claim(task, offset, claim, config)
+        }
+        // No state means nothing was ever claimed for the task: no token can be current.
+        ClaimsRecord::Extend(extend) => match tasks.get_mut(&task_id) {
+            Some(task) => judge_extend(task, extend),
+            None => {
+                return Event::ExtendVoid {
+                    task_id,
+                    token: extend.token,
+                    reason: Rejection::NeverClaimed,
+                };
+            }
+        },
+        ClaimsRecord::Done(done) => match tasks.get_mut(&task_id) {
+            Some(task) => judge_done(task, offset, done),
+            None => {
+                return Event::DoneFenced {
+                    task_id,
+                    token: done.token,
+                    reason: Rejection::NeverClaimed,
+                };
+            }
+        },
+    };
+    // The claimable index follows the verdict: an optimisation for picking, skip it on a first
+    // read (`claimable/`).
+    if let Some(task) = tasks.get(&task_id) {
+        index.update(task);
+    }
+    event
+}
 
 /// Judges a claim at `offset`.
 ///

@@ -65,8 +65,10 @@ pub struct WorkerConfig {
     /// How long the simulated work takes (ignored by a custom work function).
     pub work_ms: u64,
     /// Interval between extends while working, from the last grant or renewal. `0` means
-    /// `lease_ms / 3` ([`EXTENDS_PER_LEASE`]); otherwise it must be below the worker's local
-    /// lease deadline, `lease_ms` less [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT).
+    /// `lease_ms / 3` ([`EXTENDS_PER_LEASE`]); otherwise it must be at most `lease_ms / 2`
+    /// ([`MIN_EXTENDS_PER_LEASE`]), so that an extend and its verdict have half the lease to land
+    /// before the worker's local lease deadline (`validate` refuses more with
+    /// [`WorkerConfigError::ExtendNotBeforeExpiry`]).
     pub extend_every_ms: u64,
     /// How to choose among claimable tasks.
     pub pick: Pick,

@@ -28,7 +28,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use futures::FutureExt;
 use uuid::Uuid;
+
+use super::work::{Assignment, WorkFn};
 
 /// Tasks the sink keeps an entry for at most; beyond this it refuses new tasks
 /// ([`Refused::Full`]) rather than grow without limit.
@@ -177,6 +180,31 @@ impl ResultSink {
     /// Commits and fences refused so far: work whose effect did not count.
     pub fn refused(&self) -> u64 {
         self.lock().refused
+    }
+
+    /// Wraps `work` into the pattern every holder should follow: [`fence`](Self::fence) the task
+    /// with the lease's token when the work starts — so an older holder that is still running
+    /// (paused past its lease, and unaware) is refused from now on — then run `work`, then
+    /// [`commit`](Self::commit) its result as the task's effect under the same token. The result
+    /// is returned either way: the worker's done meets the same fencing in the claims log.
+    pub fn fencing(&self, work: WorkFn) -> WorkFn {
+        let sink = self.clone();
+        Arc::new(move |assignment: Assignment| {
+            let (sink, work) = (sink.clone(), Arc::clone(&work));
+            async move {
+                let (task_id, token) = (assignment.task_id, assignment.token);
+                if let Err(refused) = sink.fence(task_id, token) {
+                    tracing::warn!(%refused, "the sink refused the fence: a newer holder got there first");
+                }
+                let result = work(assignment).await;
+                // A refusal means a newer holder has reached the sink: this work did not count.
+                if let Err(refused) = sink.commit(task_id, token, result.clone()) {
+                    tracing::warn!(%refused, "the sink refused a late effect");
+                }
+                result
+            }
+            .boxed()
+        })
     }
 }
 

@@ -1,5 +1,5 @@
-//! The worker's live view of the queue: one [`QueueState`] fed by two followers, and the
-//! verdicts on the worker's own records, waiting to be picked up.
+//! The worker's live view of the queue: one [`QueueState`] fed by two followers (both here), and
+//! the verdicts on the worker's own records, waiting to be picked up.
 //!
 //! # Why the view keeps the worker's own verdicts
 //!
@@ -18,20 +18,36 @@
 //! Every applied batch bumps a [`watch`] counter. Waiters mark the counter seen *before* they look
 //! at the state and sleep on `changed()` after: a batch applied in between is never missed, and
 //! nobody polls.
+//!
+//! # The followers
+//!
+//! A follower reads one partition from its first record with long polls and applies it to the
+//! view. A worker runs two — `tasks` and `claims` — each feeding the one [`LiveView`] in log order.
+//! Both start at `Earliest`: the verdict is a fold over the whole claims log, and a reader that
+//! started later would not know the leases granted before its start.
+//!
+//! `Follow` sends FETCH v2 long polls, so an idle partition costs one request per
+//! `follow_max_wait_ms`. A lost connection is retried (the consumer reopens it; FETCH is safe to
+//! repeat — the rule every sample shares, [`crate::support::retry`]) a bounded number of times in
+//! a row; anything else — a CRC mismatch, an offset out of range after retention or a broker that
+//! lost its tail — stops the follower, and with it the worker: its verdicts would no longer be
+//! everyone's.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use booblik_client::Record;
+use booblik_client::{Follow, Record};
 use rand::Rng;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::queue::pick::Pick;
 use crate::queue::record::{ClaimsRecord, Task};
 use crate::queue::state::{Event, LogName, QueueConfig, QueueState};
+use crate::support::retry::{RETRY_BACKOFF_MS, is_transient};
 
 /// Verdicts on own records kept for the worker at most; beyond this the oldest are dropped.
 /// The worker waits for one record at a time, so more than a handful means nobody is waiting.
@@ -336,5 +352,42 @@ impl StateView {
     /// the followers wait while it runs.
     pub fn with_state<R>(&self, f: impl FnOnce(&QueueState) -> R) -> R {
         self.view.with_state(f)
+    }
+}
+
+/// Connection failures in a row after which a follower gives up (about 10 s of outage, at
+/// [`RETRY_BACKOFF_MS`] between attempts).
+pub const MAX_CONSECUTIVE_FOLLOW_FAILURES: u32 = 20;
+
+/// Spawns the follower of `log`; it runs until it fails for good or is aborted.
+pub(crate) fn spawn_follower(follow: Follow, log: LogName, view: Arc<LiveView>) -> JoinHandle<()> {
+    tokio::spawn(follow_into(follow, log, view))
+}
+
+async fn follow_into(mut follow: Follow, log: LogName, view: Arc<LiveView>) {
+    let mut failures = 0u32;
+    loop {
+        match follow.next_batch().await {
+            Ok(batch) => {
+                failures = 0;
+                view.apply(log, &batch.records, batch.next_offset);
+                if view.failure().is_some() {
+                    return;
+                }
+            }
+            Err(error) if is_transient(&error) && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
+                failures += 1;
+                tracing::warn!(%log, %error, failures, position = follow.position(), "follower lost its connection; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            Err(error) => {
+                tracing::error!(%log, %error, position = follow.position(), "follower stopped");
+                view.fail(format!(
+                    "{log} follower at offset {}: {error}",
+                    follow.position()
+                ));
+                return;
+            }
+        }
     }
 }

@@ -21,15 +21,16 @@
 //! same records would no longer compare equal either. Here the index is a pure function of the
 //! records applied, like the rest of [`QueueState`](super::QueueState).
 //!
-//! The index is right only if it hears of every change to a task: [`ClaimableIndex::track`] is
-//! the one way the state machine changes a [`TaskState`].
+//! The index is right only if it hears of every change to a task: the state machine calls
+//! [`ClaimableIndex::update`] after each record it applies, once the verdict has changed the
+//! [`TaskState`].
 
 mod candidates;
 mod free_tasks;
 
 pub use candidates::Candidates;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
@@ -67,18 +68,19 @@ pub(super) struct ClaimableIndex {
     free: FreeTasks,
     /// Leased open tasks by `(expires_at_ms, offset)`; the offset makes keys unique.
     leased: BTreeMap<(u64, i64), Uuid>,
+    /// Where each open task sits, so that [`update`](Self::update) can move it.
+    slots: HashMap<Uuid, Slot>,
 }
 
 impl ClaimableIndex {
-    /// Applies `change` to `task` and moves the task within the index if its slot changed.
-    pub(super) fn track<T>(
-        &mut self,
-        task: &mut TaskState,
-        change: impl FnOnce(&mut TaskState) -> T,
-    ) -> T {
-        let before = Slot::of(task);
-        let outcome = change(task);
+    /// Moves `task` to where its state now puts it (or out of the index). Called after every
+    /// change to a task: the verdict first, then the index follows it.
+    pub(super) fn update(&mut self, task: &TaskState) {
         let after = Slot::of(task);
+        let before = match after {
+            Some(slot) => self.slots.insert(task.task_id, slot),
+            None => self.slots.remove(&task.task_id),
+        };
         if before != after {
             if let Some(slot) = before {
                 self.remove(slot);
@@ -87,7 +89,6 @@ impl ClaimableIndex {
                 self.insert(slot, task.task_id);
             }
         }
-        outcome
     }
 
     fn insert(&mut self, slot: Slot, task_id: Uuid) {

@@ -7,8 +7,15 @@
 //! ```text
 //! cargo run --release -p booblik-samples --bin demo -- [--data-dir ./demo-data] [--bind 127.0.0.1:0]
 //!     [--duration-s N] [--rate 100] [--users 50] [--stats-bind addr] [--top 3]
-//!     [--task-rate 2] [--workers 3] [--lease-ms 2000] [--work-ms 400]
+//!     [--task-rate 2] [--workers 3] [--lease-ms 2000] [--work-ms 400] [--no-freeze]
 //! ```
+//!
+//! **Fencing, shown.** Unless `--no-freeze`, one worker freezes once per run: the first to finish
+//! a task's work has its OS thread blocked for 1.5 × its lease before it commits (each worker
+//! runs on a thread of its own, so nothing of it runs meanwhile, not even its local-deadline
+//! timer). Its lease lapses, another worker takes the task over and fences the shared sink when
+//! its work starts; when the frozen worker wakes, the sink refuses its late effect ("1 refused")
+//! and the claims log fences its done.
 //!
 //! The broker's log goes to `<data-dir>/broker` and the follow consumers' positions to
 //! `<data-dir>/offsets`; both survive the demo, so running it again shows the consumers resuming
@@ -18,18 +25,22 @@
 //! replay checks what everyone saw; the exit status is 0 only when every check passed.
 //!
 //! Every part is a library function from `booblik_samples::events` or `booblik_samples::queue`,
-//! the same code the stand-alone binaries run. To add a part, spawn it with [`Demo::writer`] (it produces) or [`Demo::reader`]
-//! (it consumes and has a notion of "caught up"), giving it a one-line status for the table.
+//! the same code the stand-alone binaries run. This file is the order of things; `parts.rs` starts
+//! and stops the parts, `checks.rs` holds the task queue's checks, `screen.rs` the table. To add a
+//! part, spawn it with [`Demo::writer`] (it produces) or [`Demo::reader`] (it consumes and has a
+//! notion of "caught up"), giving it a one-line status for the table.
+
+mod checks;
+mod parts;
+mod screen;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::future::Future;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -39,22 +50,20 @@ use booblik_samples::events::crosscheck::{
     Check, follow_matches_replay, log_grew_by_published, projection_matches_replay,
 };
 use booblik_samples::events::follow::{FollowConfig, FollowState, run_follow};
-use booblik_samples::events::projection::http::{routes, stats_json};
+use booblik_samples::events::projection::http::routes;
 use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run_projection};
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::events::replay::{ReplayConfig, replay};
-use booblik_samples::queue::state::{QueueConfig, QueueState, TaskStatus};
-use booblik_samples::queue::verify::{VerifyConfig, verify};
 use booblik_samples::queue::worker::{
-    Assignment, ResultSink, WorkFn, Worker, WorkerConfig, read_logs, result_of, submit_task,
-    wall_clock_ms,
+    Freeze, ResultSink, Worker, WorkerConfig, simulated_work, spawn_on_own_thread, submit_task,
 };
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{embedded_broker, logging, stats_http};
 use clap::Parser;
-use futures::FutureExt;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use parts::Demo;
+use screen::{Screen, follow_status, projection_status, shown, worker_status};
 
 /// The events topic.
 const TOPIC: &str = "events";
@@ -106,126 +115,10 @@ struct Cli {
     /// Simulated work per task, in milliseconds.
     #[arg(long, default_value_t = 400)]
     work_ms: u64,
-}
-
-/// A one-line status for the table.
-type Status = Box<dyn Fn() -> String + Send + Sync>;
-/// Whether a reader has read up to the given high watermarks of the events topic.
-type CaughtUp = Box<dyn Fn(&BTreeMap<i32, i64>) -> bool + Send + Sync>;
-
-/// A running part of the demo.
-struct Component {
-    name: String,
-    stop: Shutdown,
-    /// `None` once stopped (the status stays, for the final table).
-    task: Option<JoinHandle<anyhow::Result<()>>>,
-    status: Status,
-    caught_up: CaughtUp,
-}
-
-/// The running parts: writers stop first, readers once they have caught up.
-#[derive(Default)]
-struct Demo {
-    writers: Vec<Component>,
-    readers: Vec<Component>,
-}
-
-impl Demo {
-    /// Starts a part that writes to the log.
-    fn writer<F, Fut>(&mut self, name: &str, status: Status, run: F)
-    where
-        F: FnOnce(Shutdown) -> Fut,
-        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
-    {
-        let component = Self::spawn(name, status, Box::new(|_| true), run);
-        self.writers.push(component);
-    }
-
-    /// Starts a part that reads the log.
-    fn reader<F, Fut>(&mut self, name: &str, status: Status, caught_up: CaughtUp, run: F)
-    where
-        F: FnOnce(Shutdown) -> Fut,
-        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
-    {
-        let component = Self::spawn(name, status, caught_up, run);
-        self.readers.push(component);
-    }
-
-    fn spawn<F, Fut>(name: &str, status: Status, caught_up: CaughtUp, run: F) -> Component
-    where
-        F: FnOnce(Shutdown) -> Fut,
-        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
-    {
-        let stop = Shutdown::new();
-        Component {
-            name: name.to_owned(),
-            task: Some(tokio::spawn(run(stop.clone()))),
-            stop,
-            status,
-            caught_up,
-        }
-    }
-
-    fn all(&self) -> impl Iterator<Item = &Component> {
-        self.writers.iter().chain(&self.readers)
-    }
-
-    /// A part that ended although nobody asked it to stop (it failed).
-    fn ended_on_its_own(&self) -> Option<&str> {
-        self.all()
-            .find(|c| {
-                c.task.as_ref().is_some_and(JoinHandle::is_finished) && !c.stop.is_triggered()
-            })
-            .map(|c| c.name.as_str())
-    }
-
-    fn table(&self) -> Vec<String> {
-        self.all()
-            .map(|c| format!("{:<14}{}", c.name, (c.status)()))
-            .collect()
-    }
-
-    /// Stops every part of `parts` and collects how each ended.
-    async fn stop(parts: &mut [Component]) -> Vec<(String, anyhow::Result<()>)> {
-        for part in parts.iter() {
-            part.stop.trigger();
-        }
-        let mut ended = Vec::new();
-        for part in parts.iter_mut() {
-            if let Some(task) = part.task.take() {
-                let outcome = task
-                    .await
-                    .unwrap_or_else(|panic| Err(anyhow::anyhow!("panicked: {panic}")));
-                ended.push((part.name.clone(), outcome));
-            }
-        }
-        ended
-    }
-}
-
-/// Redraws the table in place on a terminal; appends it otherwise (logs, tests).
-struct Screen {
-    redraw: bool,
-    lines_drawn: usize,
-}
-
-impl Screen {
-    fn draw(&mut self, elapsed: Duration, lines: &[String]) {
-        let mut out = std::io::stdout().lock();
-        if self.redraw && self.lines_drawn > 0 {
-            // Cursor up over the previous table, then clear to the end of the screen.
-            let _ = write!(out, "\x1b[{}A\x1b[J", self.lines_drawn);
-        }
-        let _ = writeln!(out, "[{:>4}s]", elapsed.as_secs());
-        for line in lines {
-            let _ = writeln!(out, "  {line}");
-        }
-        if !self.redraw {
-            let _ = writeln!(out);
-        }
-        let _ = out.flush();
-        self.lines_drawn = lines.len() + 1;
-    }
+    /// Do not freeze a worker (by default one worker's thread is blocked once, for 1.5 × the
+    /// lease, to show the fencing sink refusing its late effect).
+    #[arg(long)]
+    no_freeze: bool,
 }
 
 #[tokio::main]
@@ -335,6 +228,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 let config = ProjectionConfig {
                     topic: TOPIC.into(),
                     consumer: ConsumerConfig::default(),
+                    snapshot: None,
                 };
                 run_projection(client, config, state, stop).await?;
                 Ok(())
@@ -372,17 +266,20 @@ async fn main() -> anyhow::Result<ExitCode> {
     // memory, so it holds only this run's effects: the check looks at dones from here on.
     let sink = ResultSink::new();
     let claims_start = client.topic("claims").await?.high_watermark(0).unwrap_or(0);
+    // The freeze needs a second worker to take the task over.
+    let freeze = if cli.task_rate > 0 && !cli.no_freeze && cli.workers >= 2 {
+        Some(Freeze::once(cli.lease_ms * 3 / 2)?)
+    } else {
+        None
+    };
     if cli.task_rate > 0 {
-        start_task_queue(&mut demo, &client, &addr, &cli, &sink).await?;
+        start_task_queue(&mut demo, &client, &addr, &cli, &sink, freeze.as_ref());
     }
 
     // Run until Ctrl-C, the duration, or a part failing.
     let started = Instant::now();
     let deadline = cli.duration_s.map(|s| started + Duration::from_secs(s));
-    let mut screen = Screen {
-        redraw: std::io::stdout().is_terminal(),
-        lines_drawn: 0,
-    };
+    let mut screen = Screen::new(std::io::stdout().is_terminal());
     let mut refresh = tokio::time::interval(Duration::from_millis(REFRESH_MS));
     let mut failed_part = None;
     let reason = loop {
@@ -427,27 +324,8 @@ async fn main() -> anyhow::Result<ExitCode> {
     screen.draw(started.elapsed(), &demo.table());
 
     // The checks: the log is the reference for everyone.
-    let mut checks: Vec<Check> = Vec::new();
-    for (name, outcome) in &ended {
-        checks.push(Check {
-            passed: outcome.is_ok(),
-            detail: match outcome {
-                Ok(()) => format!("{name} stopped cleanly"),
-                Err(error) => format!("{name} failed: {error:#}"),
-            },
-        });
-    }
-    checks.push(Check {
-        passed: lagging.is_empty(),
-        detail: if lagging.is_empty() {
-            "every reader caught up with the log".to_owned()
-        } else {
-            format!(
-                "not caught up within {CATCH_UP_LIMIT_MS} ms: {}",
-                lagging.join(", ")
-            )
-        },
-    });
+    let mut checks: Vec<Check> = checks::parts_stopped_cleanly(&ended);
+    checks.push(checks::readers_caught_up(&lagging, CATCH_UP_LIMIT_MS));
     checks.push(log_grew_by_published(
         &hw_start,
         &hw_end,
@@ -459,8 +337,11 @@ async fn main() -> anyhow::Result<ExitCode> {
     let model = projection.model().clone();
     checks.push(projection_matches_replay(&client, TOPIC, &model).await?);
     if cli.task_rate > 0 {
-        checks.push(queue_verified(&client).await?);
-        checks.push(sink_holds_every_completed_effect(&client, &sink, claims_start).await?);
+        checks.push(checks::queue_verified(&client).await?);
+        checks.push(checks::sink_holds_every_completed_effect(&client, &sink, claims_start).await?);
+        if let Some(freeze) = &freeze {
+            checks.push(checks::frozen_worker_was_fenced(freeze, &sink));
+        }
     }
 
     println!("checks");
@@ -485,13 +366,14 @@ async fn main() -> anyhow::Result<ExitCode> {
 
 /// Layer 2: a submitter (a writer) and `cli.workers` workers (readers: caught up once every task
 /// submitted so far is finished), each worker with its own connection and followers.
-async fn start_task_queue(
+fn start_task_queue(
     demo: &mut Demo,
     client: &Client,
     addr: &str,
     cli: &Cli,
     sink: &ResultSink,
-) -> anyhow::Result<()> {
+    freeze: Option<&Arc<Freeze>>,
+) {
     let submitted = Arc::new(AtomicU64::new(0));
     {
         let (client, count, status_count) = (
@@ -518,178 +400,56 @@ async fn start_task_queue(
         );
     }
     for n in 1..=cli.workers {
+        let name = format!("worker {n}");
         let config = WorkerConfig {
             lease_ms: cli.lease_ms,
             work_ms: cli.work_ms,
             ..WorkerConfig::default()
         };
-        let work = work_into_sink(cli.work_ms, sink.clone());
-        let worker = Arc::new(
-            Worker::start_with_work(
-                Client::connect(addr, ConnectionConfig::default()).await?,
-                config,
-                work,
-            )
-            .await?,
-        );
-        let (status_worker, caught_up_worker) = (Arc::clone(&worker), Arc::clone(&worker));
+        // Every worker fences the shared sink when its work starts and commits its result there;
+        // the freeze, if any, blocks the first worker to finish its work before it commits.
+        let mut work = simulated_work(cli.work_ms);
+        if let Some(freeze) = freeze {
+            work = freeze.wrap(name.clone(), work);
+        }
+        let work = sink.fencing(work);
+        // Set once the worker has started on its thread; the table says "starting" until then.
+        let started: Arc<OnceLock<Arc<Worker>>> = Arc::default();
+        let (status_started, caught_up_started, run_started) =
+            (Arc::clone(&started), Arc::clone(&started), started);
+        let (status_freeze, status_name) = (freeze.map(Arc::clone), name.clone());
+        let addr = addr.to_owned();
         demo.reader(
-            &format!("worker {n}"),
-            Box::new(move || worker_status(&status_worker)),
+            &name,
+            Box::new(move || {
+                status_started.get().map_or_else(
+                    || "starting".to_owned(),
+                    |worker| worker_status(worker, status_freeze.as_deref(), &status_name),
+                )
+            }),
             // Caught up once every task this worker has read is finished.
             Box::new(move |_| {
-                caught_up_worker
-                    .view()
-                    .with_state(|s| s.unfinished_count() == 0)
+                caught_up_started
+                    .get()
+                    .is_some_and(|worker| worker.view().with_state(|s| s.unfinished_count() == 0))
             }),
             move |stop| async move {
-                worker.run(stop.triggered()).await?;
+                // Each worker on an OS thread of its own, so that a freeze stops all of it and
+                // only it.
+                let worker = spawn_on_own_thread(
+                    addr,
+                    ConnectionConfig::default(),
+                    config,
+                    work,
+                    async move { stop.triggered().await },
+                )
+                .await?;
+                let _ = run_started.set(Arc::clone(worker.worker()));
+                worker.join().await?;
                 Ok(())
             },
         );
     }
-    Ok(())
-}
-
-/// The simulated work, with its effect (the result) committed to the shared `sink` under the
-/// lease's token before the worker appends its done.
-fn work_into_sink(work_ms: u64, sink: ResultSink) -> WorkFn {
-    Arc::new(move |assignment: Assignment| {
-        let sink = sink.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(work_ms)).await;
-            let result = result_of(&assignment.payload);
-            // A refusal means a newer holder has reached the sink: this work did not count. The
-            // worker still appends its done, which the claims log fences in the same way.
-            if let Err(refused) = sink.commit(assignment.task_id, assignment.token, result.clone())
-            {
-                tracing::warn!(%refused, "the sink refused an effect");
-            }
-            result
-        }
-        .boxed()
-    })
-}
-
-/// Exactly-once effects: every task the claims log says was done in this run (a done at or after
-/// `claims_start`) has its effect in the sink, committed under the token it completed with.
-async fn sink_holds_every_completed_effect(
-    client: &Client,
-    sink: &ResultSink,
-    claims_start: i64,
-) -> anyhow::Result<Check> {
-    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
-    let mut state = QueueState::new(QueueConfig::default());
-    for (offset, task) in &tasks {
-        state.apply_task(*offset, task)?;
-    }
-    for (offset, record) in &claims {
-        state.apply_claims_record(*offset, record)?;
-    }
-    let mut completed = 0;
-    let mut missing = 0;
-    for task in state.tasks() {
-        let TaskStatus::Done {
-            lease, done_offset, ..
-        } = &task.status
-        else {
-            continue;
-        };
-        if *done_offset < claims_start {
-            continue;
-        }
-        completed += 1;
-        let expected = task.submission.as_ref().map(|s| result_of(&s.payload));
-        let held = sink.effect(task.task_id);
-        if held.map(|c| (c.token, Some(c.effect))) != Some((lease.token, expected)) {
-            missing += 1;
-        }
-    }
-    Ok(Check {
-        passed: missing == 0,
-        detail: format!(
-            "result sink: {completed} tasks completed in this run, {missing} without their effect under the completing token; {} effects held, {} refused",
-            sink.len(),
-            sink.refused()
-        ),
-    })
-}
-
-fn worker_status(worker: &Worker) -> String {
-    let s = worker.stats();
-    let holding = worker.current_task().map_or_else(
-        || "idle".to_owned(),
-        |(task, token)| format!("holding {} (token {token})", &task.to_string()[..8]),
-    );
-    format!(
-        "claims {:<5} won {:<5} lost races {:<4} completed {:<5} {holding}",
-        s.claims, s.wins, s.lost_races, s.completed
-    )
-}
-
-/// `queue-verify` in-process: both logs replayed, every invariant checked.
-async fn queue_verified(client: &Client) -> anyhow::Result<Check> {
-    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
-    let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
-    let s = &report.summary;
-    Ok(Check {
-        passed: report.is_clean(),
-        detail: format!(
-            "task queue verified: {} tasks, {} completed, {} claims, {} lost races, {} expired leases, {} fenced dones, {} violations",
-            s.tasks,
-            s.completed,
-            s.claims,
-            s.lost_races,
-            s.expired_leases,
-            s.fenced_dones,
-            report.violations.len()
-        ),
-    })
-}
-
-fn follow_status(state: &FollowState, partition: i32) -> String {
-    let partitions = state.partitions();
-    let Some(p) = partitions.get(&partition) else {
-        return "starting".to_owned();
-    };
-    let start = p.resumed_from.map_or_else(
-        || "earliest (nothing saved)".to_owned(),
-        |offset| format!("saved position {offset}"),
-    );
-    let mut line = format!(
-        "at {:<7} lag {:<5} records {:<7} started from {start}",
-        p.next_offset,
-        (p.high_watermark - p.next_offset).max(0),
-        p.tally.records,
-    );
-    if p.tally.duplicates > 0 {
-        let _ = write!(line, ", {} duplicates", p.tally.duplicates);
-    }
-    if p.tally.violations() > 0 {
-        let _ = write!(line, ", {} VIOLATIONS", p.tally.violations());
-    }
-    line
-}
-
-fn projection_status(state: &ProjectionState, top: usize) -> String {
-    let stats = stats_json(state, top);
-    let top_users: Vec<String> = stats["top_users"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|u| format!("{} {}", u["user_id"].as_str().unwrap_or("?"), u["events"]))
-        .collect();
-    let phase = stats["phase"].as_str().unwrap_or("?");
-    let mut line = format!(
-        "{phase:<11} events {:<7} users {:<4} top: {}",
-        stats["events"],
-        stats["users"],
-        top_users.join(", ")
-    );
-    if stats["violations"].as_u64().unwrap_or(0) > 0 {
-        let _ = write!(line, ", {} VIOLATIONS", stats["violations"]);
-    }
-    line
 }
 
 /// Per partition of the events topic: the high watermark now.
@@ -706,13 +466,5 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
-    }
-}
-
-/// The path as given, and absolute when that differs.
-fn shown(path: &Path) -> String {
-    match std::fs::canonicalize(path) {
-        Ok(absolute) if absolute != path => format!("{} ({})", path.display(), absolute.display()),
-        _ => path.display().to_string(),
     }
 }

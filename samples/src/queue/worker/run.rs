@@ -1,0 +1,637 @@
+//! The worker, in one place: start it, then its loop — pick, claim, learn the verdict, hold the
+//! lease (work, extends, the done).
+//!
+//! One claim, followed from the pick to won or lost, opens three files: this one
+//! ([`Worker::claim`]: append, wait for the verdict at the offset the append returned), `view.rs`
+//! (the claims follower applies that record and keeps the verdict for the worker) and
+//! `state/verdict.rs` (the rules that decide it). Counters, events and log lines are one call
+//! each into `observe.rs`; the rare adoption of a lease of one's own is `adoption.rs`.
+//!
+//! # The local deadline
+//!
+//! A void extend is one way to learn the lease is gone; silence is the other. If extends cannot be
+//! appended (the broker is unreachable, the appends keep failing), no verdict ever says "void",
+//! yet the lease lapses all the same, and someone else may claim the task. So the worker keeps a
+//! deadline of its own, by its monotonic clock: `valid_until` = the moment the last *confirmed*
+//! grant or renewal was issued + `lease_ms` − a safety margin
+//! ([`LEASE_SAFETY_MARGIN_PERCENT`] of the lease, for the writers' clock skew and the time the
+//! next holder's claim takes). The record's timestamp is taken after that moment, so the log's
+//! lease runs at least that long. When `valid_until` passes without a newer confirmation, the
+//! worker drops the work and reports the lease lost — it stops *before* the log would let another
+//! worker in, not after. (This cannot help a worker whose whole process is paused; that case is
+//! the fencing sink's, `sink.rs`.)
+//!
+//! The work and the extends run side by side (`select!`), so a slow extend round trip never
+//! pauses the work and a long task never starves the extends. If an extend turns out void the
+//! lease is lost — someone else's claim won (`StaleToken`), or the extend came too late
+//! (`Expired`) and anyone may claim the task now — and the work is abandoned: a done would be
+//! fenced, or would race a new holder. If the work finishes first, an extend still in flight is
+//! dropped; its record, if written, is harmless.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use booblik_client::{
+    AckPolicy, Client, ClientError, Connection, ConsumerConfig, StartPosition, Topic, TopicName,
+};
+use booblik_protocol::RecordSet;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::adoption::UnacknowledgedClaims;
+use super::observe::Observer;
+use super::view::{self, Candidate, LiveView, StateView, ViewError};
+use super::work::{Assignment, WorkFn, simulated_work};
+use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
+
+/// Longest wait for the verdict on one of the worker's own records. A follower that cannot get
+/// past the worker's offset in this time means the broker or the connection is unwell: the
+/// worker stops rather than work without a verdict.
+pub const VERDICT_TIMEOUT_MS: u64 = 30_000;
+/// Longest idle wait between two looks at the claimable set when neither log moves and no
+/// known lease is about to lapse. A safety net only: the waits that matter are event-driven.
+pub const MAX_IDLE_WAIT_MS: u64 = 5_000;
+/// Pause after a failed append before the worker tries again.
+pub const APPEND_RETRY_BACKOFF_MS: u64 = 100;
+/// Failed claim appends in a row after which the worker stops.
+pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
+/// Share of the lease, in percent, that the worker gives up at the end of every lease: its local
+/// deadline is `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
+pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
+/// Attempts at appending a done before giving up (the lease then lapses and the task is run
+/// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
+pub const MAX_DONE_ATTEMPTS: u32 = 5;
+
+/// The worker's local deadline for a lease confirmed as issued at `issued_at` (a grant or a
+/// renewal): after it the worker must not act under the lease any more.
+pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64) -> Instant {
+    issued_at + Duration::from_millis(lease_ms * (100 - LEASE_SAFETY_MARGIN_PERCENT) / 100)
+}
+
+/// A worker: two followers feeding a live view of the queue, and the claim/work loop.
+///
+/// Start it with [`Worker::start`], take its [`events`](Self::events) if you want them, then
+/// [`run`](Self::run) it until a shutdown future resolves. Dropping the worker stops its
+/// followers. Each worker opens connections of its own (two followers, one appender) from the
+/// [`Client`] it is given.
+pub struct Worker {
+    config: WorkerConfig,
+    view: Arc<LiveView>,
+    appender: Appender,
+    work: WorkFn,
+    observer: Observer,
+    current: Mutex<Option<(Uuid, i64)>>,
+    /// Claims whose append failed (fate unknown), and tokens given up: `adoption.rs`.
+    unacknowledged_claims: Mutex<UnacknowledgedClaims>,
+    /// High watermarks of `tasks` and `claims` at start: `run` catches up to them first.
+    start_offsets: (i64, i64),
+    followers: Vec<JoinHandle<()>>,
+    running: AtomicBool,
+}
+
+/// A lease the worker holds after a claim.
+#[derive(Debug, Clone, Copy)]
+struct Grant {
+    token: i64,
+    /// When the claim that won was issued (no later than its timestamp was taken): the local
+    /// lease deadline runs from here.
+    issued_at: Instant,
+    /// When to send the first extend.
+    first_extend_at: Instant,
+}
+
+/// Whether a claim made it into the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// Appended; the verdict is known and acted upon (lost, or the work is over).
+    Appended,
+    /// The append failed; whether it was written is unknown (if it was and won, the lease lapses
+    /// and the task is claimed again — or this run adopts it, `adoption.rs`).
+    NotAppended,
+}
+
+/// What became of one extend.
+enum ExtendOutcome {
+    /// The lease now runs `lease_ms` from `issued_at`.
+    Renewed { issued_at: Instant },
+    /// The lease is gone.
+    Void { reason: Rejection },
+    /// The append failed; try again soon.
+    NotAppended,
+}
+
+impl Worker {
+    /// Validates `config`, checks both topics (one partition each), and starts the two
+    /// followers from Earliest. The worker does simulated work ([`simulated_work`]).
+    pub async fn start(client: Client, config: WorkerConfig) -> anyhow::Result<Worker> {
+        let work = simulated_work(config.work_ms);
+        Self::start_with_work(client, config, work).await
+    }
+
+    /// [`start`](Self::start) with a work function of your own.
+    pub async fn start_with_work(
+        client: Client,
+        config: WorkerConfig,
+        work: WorkFn,
+    ) -> anyhow::Result<Worker> {
+        config.validate()?;
+        let tasks = single_partition_topic(&client, &config.tasks_topic).await?;
+        let claims = single_partition_topic(&client, &config.claims_topic).await?;
+        let tasks_end = tasks.high_watermark(0).unwrap_or(0);
+        let claims_end = claims.high_watermark(0).unwrap_or(0);
+        let view = Arc::new(LiveView::new(config.queue, config.worker_id, claims_end));
+        let consumer_config = ConsumerConfig {
+            max_wait_ms: i32::try_from(config.follow_max_wait_ms)
+                .context("follow_max_wait_ms is out of range")?,
+            ..ConsumerConfig::default()
+        };
+        let mut followers = Vec::with_capacity(2);
+        for (topic, log) in [
+            (&config.tasks_topic, LogName::Tasks),
+            (&config.claims_topic, LogName::Claims),
+        ] {
+            let consumer = client
+                .consumer(topic, 0, StartPosition::Earliest, consumer_config.clone())
+                .await
+                .with_context(|| format!("cannot follow {topic}"))?;
+            followers.push(view::spawn_follower(
+                consumer.follow(),
+                log,
+                Arc::clone(&view),
+            ));
+        }
+        let appender = Appender::new(client, claims.name().clone(), config.claim_ack);
+        tracing::info!(
+            worker_id = %config.worker_id,
+            tasks_end,
+            claims_end,
+            lease_ms = config.lease_ms,
+            pick = ?config.pick,
+            claim_ack = config.claim_ack.name(),
+            "worker started"
+        );
+        Ok(Worker {
+            observer: Observer::new(config.worker_id),
+            config,
+            view,
+            appender,
+            work,
+            current: Mutex::new(None),
+            unacknowledged_claims: Mutex::new(UnacknowledgedClaims::default()),
+            start_offsets: (tasks_end, claims_end),
+            followers,
+            running: AtomicBool::new(false),
+        })
+    }
+
+    /// The event stream. The first call creates it and returns the receiver; later calls return
+    /// `None`. Events before the first call are not kept; events are dropped once the receiver
+    /// is dropped, and while [`MAX_QUEUED_EVENTS`](super::MAX_QUEUED_EVENTS) are unread (counted
+    /// in [`WorkerStats::events_dropped`]): the worker never waits for an observer.
+    pub fn events(&mut self) -> Option<mpsc::Receiver<WorkerEvent>> {
+        self.observer.take_events()
+    }
+
+    /// A snapshot of the worker's counters.
+    pub fn stats(&self) -> WorkerStats {
+        self.observer.stats()
+    }
+
+    /// `(task_id, token)` while the worker is working on a task under a lease.
+    pub fn current_task(&self) -> Option<(Uuid, i64)> {
+        *self.current.lock().expect("current task lock")
+    }
+
+    /// The worker's identity.
+    pub fn worker_id(&self) -> Uuid {
+        self.config.worker_id
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// Records of either log that did not decode and were skipped (every reader skips the same
+    /// ones; a non-zero count means a writer with another format version, or corruption).
+    pub fn undecodable_records(&self) -> u64 {
+        self.view.undecodable_records()
+    }
+
+    /// A read-only handle on the worker's live queue state.
+    pub fn view(&self) -> StateView {
+        StateView::new(Arc::clone(&self.view))
+    }
+
+    /// Catches up with both logs, then claims and works until `shutdown` resolves (→ the final
+    /// stats) or the worker cannot go on (→ the error: a follower stopped, no verdict in
+    /// [`VERDICT_TIMEOUT_MS`], appends failing [`MAX_CONSECUTIVE_APPEND_FAILURES`] times).
+    ///
+    /// At shutdown, work in progress is dropped without a done: its lease lapses and another
+    /// worker takes the task over (at-least-once). Takes `&self` so that callers can watch
+    /// [`stats`](Self::stats) and [`current_task`](Self::current_task) while it runs; running
+    /// one worker twice at once is refused.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> anyhow::Result<WorkerStats> {
+        anyhow::ensure!(
+            !self.running.swap(true, Ordering::SeqCst),
+            "worker {} is already running",
+            self.config.worker_id
+        );
+        let outcome = tokio::select! {
+            outcome = self.serve() => outcome,
+            () = shutdown => Ok(()),
+        };
+        self.running.store(false, Ordering::SeqCst);
+        *self.current.lock().expect("current task lock") = None;
+        outcome?;
+        let stats = self.stats();
+        tracing::info!(worker_id = %self.config.worker_id, ?stats, "worker stopped");
+        Ok(stats)
+    }
+
+    /// The loop; returns only with an error.
+    async fn serve(&self) -> anyhow::Result<()> {
+        let (tasks_end, claims_end) = self.start_offsets;
+        self.view.wait_caught_up(tasks_end, claims_end).await?;
+        tracing::info!(
+            worker_id = %self.config.worker_id,
+            tasks_end,
+            claims_end,
+            unfinished = self.view.with_state(QueueState::unfinished_count),
+            "caught up with both logs"
+        );
+        let mut rng = StdRng::from_os_rng();
+        let mut progress = self.view.subscribe();
+        let mut append_failures = 0u32;
+        loop {
+            progress.borrow_and_update();
+            if let Some(reason) = self.view.failure() {
+                return Err(ViewError::FollowerStopped(reason).into());
+            }
+            let now_ms = wall_clock_ms();
+            let Some(candidate) = self.view.pick(now_ms, self.config.pick, &mut rng) else {
+                // Nothing claimable: wait for either log to move, or for the next known lease
+                // to lapse — never a busy loop.
+                self.observer.idle();
+                let wait_ms = self
+                    .view
+                    .next_lapse_after(now_ms)
+                    .map_or(MAX_IDLE_WAIT_MS, |lapse_ms| lapse_ms - now_ms + 1)
+                    .min(MAX_IDLE_WAIT_MS);
+                tokio::select! {
+                    _ = progress.changed() => {}
+                    () = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+                }
+                continue;
+            };
+            match self.claim(candidate).await? {
+                Attempt::Appended => append_failures = 0,
+                Attempt::NotAppended => {
+                    append_failures += 1;
+                    anyhow::ensure!(
+                        append_failures < MAX_CONSECUTIVE_APPEND_FAILURES,
+                        "{append_failures} claim appends failed in a row"
+                    );
+                    tokio::time::sleep(Duration::from_millis(APPEND_RETRY_BACKOFF_MS)).await;
+                }
+            }
+        }
+    }
+
+    /// One claim, from the pick to won or lost: append it; the offset the append returns is how
+    /// the worker recognises its claim (the record carries no token, because the token *is* that
+    /// offset); wait until its own claims follower has applied that offset, and read the
+    /// verdict. If it won, hold the lease until the done's verdict or the lease is lost.
+    ///
+    /// The round trip (append issued → acknowledged and applied) is the claim latency the load
+    /// experiment measures.
+    async fn claim(&self, candidate: Candidate) -> anyhow::Result<Attempt> {
+        let task_id = candidate.task_id;
+        let worker_id = self.config.worker_id;
+        let issued_at = Instant::now();
+        let claim = Claim {
+            task_id,
+            worker_id,
+            claimed_at_ms: wall_clock_ms(),
+            lease_ms: self.config.lease_ms,
+        };
+        // FORCED by default: the verdict must come from a durable prefix (the module docs of
+        // `worker`).
+        let offset = match self.appender.append(&claim.into()).await {
+            Ok(offset) => offset,
+            Err(error) => {
+                tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
+                self.adoption().remember(task_id, issued_at);
+                return Ok(Attempt::NotAppended);
+            }
+        };
+        let acknowledged_at = Instant::now();
+        self.observer.claim_appended(task_id, offset);
+
+        // The claims follower applies the record at `offset` and keeps the verdict for us
+        // (`view.rs`); the rules that decide it are in `state/verdict.rs`.
+        let verdict = self
+            .view
+            .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+            .await?;
+        let grant = match &verdict.event {
+            Event::ClaimWon { token, .. } => Some(Grant {
+                token: *token,
+                issued_at,
+                first_extend_at: issued_at + self.config.extend_every(),
+            }),
+            // An earlier claim under our own id holds the task: ours only if this run wrote it
+            // (`adoption.rs`). Its grant time is unknown, so extend now.
+            Event::ClaimLost {
+                reason:
+                    ClaimLostReason::AlreadyLeased {
+                        holder_token,
+                        holder_worker_id,
+                        ..
+                    },
+                ..
+            } if *holder_worker_id == worker_id => self
+                .adoption()
+                .adopt(worker_id, task_id, *holder_token, self.view.own_from())
+                .map(|claim_issued_at| Grant {
+                    token: *holder_token,
+                    issued_at: claim_issued_at,
+                    first_extend_at: Instant::now(),
+                }),
+            Event::ClaimLost { .. } | Event::TaskDeadLettered { .. } => None,
+            other => anyhow::bail!(
+                "the verdict on claim offset {offset} is not a claim verdict: {other:?}"
+            ),
+        };
+        let claim_latency = verdict.applied_at.max(acknowledged_at) - issued_at;
+        self.observer.verdict(
+            task_id,
+            offset,
+            &verdict.event,
+            grant.is_some(),
+            claim_latency,
+        );
+        if let Some(grant) = grant {
+            self.hold_lease(task_id, grant, candidate.payload).await?;
+        }
+        Ok(Attempt::Appended)
+    }
+
+    /// Works on `task_id` under `grant` until the done's verdict is known or the lease is lost.
+    async fn hold_lease(
+        &self,
+        task_id: Uuid,
+        grant: Grant,
+        payload: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        let token = grant.token;
+        let _current = CurrentTask::set(self, task_id, token);
+        self.observer.work_started(task_id, token);
+
+        let mut work = (self.work)(Assignment {
+            task_id,
+            token,
+            payload,
+            view: StateView::new(Arc::clone(&self.view)),
+        });
+        let extend_every = self.config.extend_every();
+        let mut next_extend_at = grant.first_extend_at;
+        let mut valid_until = local_lease_deadline(grant.issued_at, self.config.lease_ms);
+        let result = loop {
+            tokio::select! {
+                biased;
+                // First: past the local deadline nothing else may happen under this lease.
+                () = tokio::time::sleep_until(valid_until.into()) => {
+                    self.lease_lost(task_id, token, "no renewal confirmed before the local lease deadline");
+                    return Ok(());
+                }
+                result = &mut work => break result,
+                outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
+                    ExtendOutcome::Renewed { issued_at } => {
+                        next_extend_at = issued_at + extend_every;
+                        valid_until = local_lease_deadline(issued_at, self.config.lease_ms);
+                    }
+                    ExtendOutcome::NotAppended => {
+                        next_extend_at = Instant::now() + Duration::from_millis(APPEND_RETRY_BACKOFF_MS);
+                    }
+                    ExtendOutcome::Void { reason } => {
+                        self.lease_lost(task_id, token, &format!("extend void: {reason:?}"));
+                        return Ok(());
+                    }
+                },
+            }
+        };
+        self.commit_done(task_id, token, result).await
+    }
+
+    /// Waits until `at`, appends an extend, and waits for its verdict.
+    async fn extend_at(
+        &self,
+        at: Instant,
+        task_id: Uuid,
+        token: i64,
+    ) -> anyhow::Result<ExtendOutcome> {
+        tokio::time::sleep_until(at.into()).await;
+        let issued_at = Instant::now();
+        let extend = Extend {
+            task_id,
+            worker_id: self.config.worker_id,
+            token,
+            extended_at_ms: wall_clock_ms(),
+            lease_ms: self.config.lease_ms,
+        };
+        let offset = match self.appender.append(&extend.into()).await {
+            Ok(offset) => offset,
+            Err(error) => {
+                tracing::warn!(worker_id = %self.config.worker_id, %task_id, token, %error, "extend append failed");
+                return Ok(ExtendOutcome::NotAppended);
+            }
+        };
+        let verdict = self
+            .view
+            .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+            .await?;
+        match verdict.event {
+            Event::Extended { expires_at_ms, .. } => {
+                self.observer
+                    .extended(task_id, token, offset, expires_at_ms);
+                Ok(ExtendOutcome::Renewed { issued_at })
+            }
+            Event::ExtendVoid { reason, .. } => Ok(ExtendOutcome::Void { reason }),
+            other => anyhow::bail!(
+                "the verdict on extend offset {offset} is not an extend verdict: {other:?}"
+            ),
+        }
+    }
+
+    /// Appends the done (repeating it if the append fails) and reads its verdict.
+    async fn commit_done(&self, task_id: Uuid, token: i64, result: Vec<u8>) -> anyhow::Result<()> {
+        let worker_id = self.config.worker_id;
+        for attempt in 1..=MAX_DONE_ATTEMPTS {
+            let done = Done {
+                task_id,
+                worker_id,
+                token,
+                done_at_ms: wall_clock_ms(),
+                result: result.clone(),
+            };
+            let offset = match self.appender.append(&done.into()).await {
+                Ok(offset) => offset,
+                Err(error) => {
+                    tracing::warn!(%worker_id, %task_id, token, attempt, %error, "done append failed; repeating it");
+                    tokio::time::sleep(Duration::from_millis(APPEND_RETRY_BACKOFF_MS)).await;
+                    continue;
+                }
+            };
+            self.observer.done_appended(task_id, token, offset);
+            let verdict = self
+                .view
+                .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+                .await?;
+            match verdict.event {
+                Event::DoneAccepted { .. } | Event::DoneRepeated { .. } => {
+                    self.observer.completed(task_id, token, offset);
+                }
+                Event::DoneFenced { reason, .. } => {
+                    self.lease_lost(task_id, token, &format!("done fenced: {reason:?}"));
+                }
+                other => anyhow::bail!(
+                    "the verdict on done offset {offset} is not a done verdict: {other:?}"
+                ),
+            }
+            return Ok(());
+        }
+        self.adoption().given_up(token);
+        tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
+        Ok(())
+    }
+
+    fn lease_lost(&self, task_id: Uuid, token: i64, why: &str) {
+        // A lease walked away from is never adopted again (`adoption.rs`).
+        self.adoption().given_up(token);
+        self.observer.lease_lost(task_id, token, why);
+    }
+
+    fn adoption(&self) -> std::sync::MutexGuard<'_, UnacknowledgedClaims> {
+        self.unacknowledged_claims
+            .lock()
+            .expect("unacknowledged claims lock")
+    }
+}
+
+impl fmt::Debug for Worker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("config", &self.config)
+            .field("view", &self.view)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+    }
+}
+
+/// Clears the worker's current task when the work ends, however it ends (including when the
+/// worker's future is dropped at shutdown).
+struct CurrentTask<'a> {
+    worker: &'a Worker,
+}
+
+impl<'a> CurrentTask<'a> {
+    fn set(worker: &'a Worker, task_id: Uuid, token: i64) -> Self {
+        *worker.current.lock().expect("current task lock") = Some((task_id, token));
+        Self { worker }
+    }
+}
+
+impl Drop for CurrentTask<'_> {
+    fn drop(&mut self) {
+        *self.worker.current.lock().expect("current task lock") = None;
+    }
+}
+
+/// Appends to the claims partition, one record per PRODUCE, and returns the record's offset.
+///
+/// One record per request, not a batching producer: a claim is worth nothing until the worker
+/// knows its offset, and a linger window would only add latency to the claim round trip.
+///
+/// A failed append is **not** retried here: after a lost connection nobody knows whether the
+/// record was written. The caller decides — a claim is simply abandoned (if it was written and
+/// won, the lease lapses and the task is claimed again, or this run adopts it), a done is
+/// repeated (a repeat of an accepted done is harmless by the verdict rules).
+#[derive(Debug)]
+struct Appender {
+    client: Client,
+    topic: TopicName,
+    ack: AckPolicy,
+    /// A connection of its own, reopened when it breaks.
+    connection: tokio::sync::Mutex<Option<Connection>>,
+}
+
+impl Appender {
+    fn new(client: Client, topic: TopicName, ack: AckPolicy) -> Self {
+        Self {
+            client,
+            topic,
+            ack,
+            connection: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Appends `record` to partition 0 and returns its offset once acknowledged.
+    async fn append(&self, record: &ClaimsRecord) -> Result<i64, ClientError> {
+        let records = RecordSet::from_payloads([record.encode()])?;
+        let connection = self.connection().await?;
+        let response = connection
+            .produce(&self.topic, 0, self.ack, records)
+            .await?
+            // Only ack NONE answers nothing, and a validated config never uses it.
+            .ok_or_else(|| {
+                ClientError::InvalidConfig("claim_ack NONE returns no offset".to_owned())
+            })?;
+        Ok(response.base_offset)
+    }
+
+    async fn connection(&self) -> Result<Connection, ClientError> {
+        let mut connection = self.connection.lock().await;
+        match &*connection {
+            Some(open) if !open.is_closed() => Ok(open.clone()),
+            _ => {
+                let open = self.client.open_connection().await?;
+                *connection = Some(open.clone());
+                Ok(open)
+            }
+        }
+    }
+}
+
+/// METADATA for `name`, which must have exactly one partition: the protocol needs one total
+/// order per log.
+async fn single_partition_topic(client: &Client, name: &str) -> anyhow::Result<Topic> {
+    TopicName::new(name)?;
+    let topic = client
+        .topic(name)
+        .await
+        .with_context(|| format!("cannot read the metadata of topic {name}"))?;
+    anyhow::ensure!(
+        topic.partition_count() == 1,
+        "topic {name} has {} partitions; the task queue needs exactly one (one total order)",
+        topic.partition_count()
+    );
+    Ok(topic)
+}
