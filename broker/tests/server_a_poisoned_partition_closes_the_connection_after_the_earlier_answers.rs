@@ -4,36 +4,42 @@
 //! never answered: the client fails them all (`docs/broker.md` § Errors the protocol cannot
 //! name).
 //!
-//! The fsync failure is injected through the storage's test seam
-//! (`Partition::test_hooks().fail_next_fsync()`).
+//! The fsync failure is injected through the storage's I/O seam (`SimIo::fail_next_fsync`,
+//! with the fsync held by `SimIo::stall_fsyncs` until the later request is applied). The
+//! requests around the failing one are WRITTEN, so its fsync is the only one.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use booblik_broker::storage::test_io::SimIo;
 use booblik_protocol::AckPolicy;
 use support::{ANSWER_TIMEOUT, TestBroker, produce_request};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poisoned_partition_closes_the_connection_after_the_earlier_answers() {
-    let broker = TestBroker::start().await;
+    let disk = Arc::new(SimIo::new());
+    let io = Arc::clone(&disk);
+    let broker = TestBroker::start_with(|config| config.storage.io = io).await;
     let storage = broker.broker.storage();
     let doomed = std::sync::Arc::clone(storage.partition("events", 0).unwrap());
     let after = std::sync::Arc::clone(storage.partition("events", 1).unwrap());
     let mut conn = broker.connect().await;
 
-    doomed.test_hooks().fail_next_fsync();
+    disk.fail_next_fsync();
     // Held until the later request is applied, so the test does not depend on how fast the
     // failure comes back.
-    let pause = doomed.test_hooks().pause_writer();
+    let pause = disk.stall_fsyncs();
     let mut bytes = Vec::new();
-    produce_request(1, "solo", 0, AckPolicy::Forced, &[b"answered"]).encode(&mut bytes);
+    produce_request(1, "solo", 0, AckPolicy::Written, &[b"answered"]).encode(&mut bytes);
     produce_request(2, "events", 0, AckPolicy::Forced, &[b"its fsync fails"]).encode(&mut bytes);
     produce_request(
         3,
         "events",
         1,
-        AckPolicy::Forced,
+        AckPolicy::Written,
         &[b"applied, never answered"],
     )
     .encode(&mut bytes);

@@ -10,18 +10,24 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use booblik_broker::storage::test_io::SimIo;
 use booblik_protocol::{AckPolicy, ErrorCode, MetadataRequest, Request, RequestBody};
 use support::{ANSWER_TIMEOUT, TestBroker, fetch_request, payloads, produce_request};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn later_requests_are_applied_while_a_forced_produce_waits_and_answered_after_it() {
-    let broker = TestBroker::start().await;
+    let disk = Arc::new(SimIo::new());
+    let io = Arc::clone(&disk);
+    let broker = TestBroker::start_with(|config| config.storage.io = io).await;
     let storage = broker.broker.storage();
-    let forced_partition = std::sync::Arc::clone(storage.partition("events", 0).unwrap());
     let solo = std::sync::Arc::clone(storage.partition("solo", 0).unwrap());
     let mut conn = broker.connect().await;
 
-    let pause = forced_partition.test_hooks().pause_writer();
+    // The FORCED batch is written and then waits for its fsync, held here; a WRITTEN batch
+    // needs none.
+    let pause = disk.stall_fsyncs();
     let mut bytes = Vec::new();
     produce_request(10, "events", 0, AckPolicy::Forced, &[b"waits"]).encode(&mut bytes);
     produce_request(11, "solo", 0, AckPolicy::Written, &[b"applied meanwhile"]).encode(&mut bytes);

@@ -109,6 +109,8 @@ struct Faults {
 struct State {
     faults: Faults,
     stalled: bool,
+    /// Holds file fsyncs only (see [`SimIo::stall_fsyncs`]).
+    fsyncs_stalled: bool,
     /// Calls seen so far.
     calls: u64,
     /// The call number at which the power goes out.
@@ -226,6 +228,15 @@ impl SimIo {
     pub fn stall(&self) -> Stall<'_> {
         lock(&self.state).stalled = true;
         Stall { sim: self }
+    }
+
+    /// Holds every file fsync (`fdatasync`/`fsync` of a segment) until the guard is dropped,
+    /// letting writes through: a FORCED batch is then written — visible, its WRITTEN-level
+    /// neighbours answered — and waits for its fsync, the state a session must not let hold back
+    /// the requests after it.
+    pub fn stall_fsyncs(&self) -> FsyncStall<'_> {
+        lock(&self.state).fsyncs_stalled = true;
+        FsyncStall { sim: self }
     }
 
     /// Calls seen so far.
@@ -366,6 +377,12 @@ impl SimIo {
     /// The fsync of `file`: the injected failure, or the durable image taken now.
     fn sync_file(&self, file: &File) -> std::io::Result<()> {
         let mut state = self.enter()?;
+        while state.fsyncs_stalled {
+            state = self
+                .resumed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
         if std::mem::take(&mut state.faults.fail_next_fsync) {
             return Err(injected("fsync"));
         }
@@ -468,6 +485,20 @@ pub struct Stall<'a> {
 impl Drop for Stall<'_> {
     fn drop(&mut self) {
         lock(&self.sim.state).stalled = false;
+        self.sim.resumed.notify_all();
+    }
+}
+
+/// Holds the file fsyncs of a [`SimIo`] until dropped; see [`SimIo::stall_fsyncs`].
+#[derive(Debug)]
+#[must_use = "fsyncs resume when the guard is dropped"]
+pub struct FsyncStall<'a> {
+    sim: &'a SimIo,
+}
+
+impl Drop for FsyncStall<'_> {
+    fn drop(&mut self) {
+        lock(&self.sim.state).fsyncs_stalled = false;
         self.sim.resumed.notify_all();
     }
 }
