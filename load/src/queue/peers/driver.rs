@@ -463,6 +463,9 @@ async fn conduct(
     let mut submitted: HashMap<Uuid, Instant> = HashMap::with_capacity(config.tasks);
     let submitter = Submitter::connect(url, peer, keys).await?;
     let mut submitter = Some(submitter);
+    // Asks the server whether the run is over when the workers' reports cannot tell: a worker
+    // killed right after its done reached the server never reports it.
+    let mut checker = Submitter::connect(url, peer, keys).await?;
     if config.arrival == Arrival::Backlog {
         let s = submitter.take().expect("the submitter");
         submitter = Some(enqueue(s, config.tasks, None, submitted_tx.clone()).await?);
@@ -522,6 +525,16 @@ async fn conduct(
                     || stalled_slots.iter().any(|s| working.contains(s));
                 if submitted.len() == config.tasks && finished == config.tasks && !stalled_busy {
                     break fold.last_finished_at.unwrap_or(now);
+                }
+                let killed = chaos.as_ref().filter(|c| c.mode() == ChaosMode::Crash).map_or(0, ChaosPlan::killed);
+                if killed > 0 && submitted.len() == config.tasks && finished + killed >= config.tasks {
+                    // Every entry has been handed out by now (at most `killed` tasks are
+                    // unreported, and those were being worked on), so the server's count is
+                    // final.
+                    let (done, dead) = checker.final_counts(config.tasks as u64).await?;
+                    if done + dead == config.tasks as u64 && !stalled_busy {
+                        break now;
+                    }
                 }
                 if now >= deadline {
                     tracing::warn!(finished, tasks = config.tasks, peer = peer.name(), "peer run hit its time limit");
