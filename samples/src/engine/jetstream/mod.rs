@@ -32,6 +32,8 @@ use super::{
 
 /// The first sequence of every stream.
 pub const ORIGIN: i64 = 1;
+/// How long one readiness probe of [`JetStreamEngine::wait_ready`] may take.
+pub const READY_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long an idle read cursor lives on the server before it cleans it up itself (a reader
 /// that vanished without deleting it).
 pub const CURSOR_INACTIVE_THRESHOLD: Duration = Duration::from_secs(60);
@@ -100,16 +102,28 @@ impl JetStreamEngine {
         loop {
             // A stream listing needs the meta leader. (Account info would too, but 2.9's answer
             // does not parse in this client version.)
-            let listing = self.context.stream_names().next().await;
-            match listing.transpose() {
-                Ok(_) => return Ok(()),
-                Err(error) if tokio::time::Instant::now() >= deadline => {
+            // Each try is bounded: a request sent before the cluster formed can go unanswered
+            // for the client's whole request timeout (5 s).
+            let listing = tokio::time::timeout(READY_PROBE_TIMEOUT, async {
+                self.context.stream_names().next().await.transpose()
+            })
+            .await;
+            match listing {
+                Ok(Ok(_)) => return Ok(()),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(unavailable(
+                        &cluster(),
+                        format!("JetStream not ready after {limit:?}"),
+                    ));
+                }
+                Err(_) => continue,
+                Ok(Err(error)) if tokio::time::Instant::now() >= deadline => {
                     return Err(unavailable(
                         &cluster(),
                         format!("JetStream not ready after {limit:?}: {error}"),
                     ));
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
     }
@@ -298,6 +312,17 @@ impl JetStreamPartition {
         })
     }
 
+    /// Deletes a cursor's consumer in the background: on a node that died the request would
+    /// wait for the client's timeout, and the server removes an idle consumer by itself after
+    /// [`CURSOR_INACTIVE_THRESHOLD`] anyway.
+    fn forget(&self, cursor: &Cursor) {
+        let stream = self.stream.clone();
+        let name = cursor_name(cursor);
+        tokio::spawn(async move {
+            let _ = stream.delete_consumer(&name).await;
+        });
+    }
+
     /// One fetch on `cursor`; `Ok(None)` when the cursor delivered out of order and must be
     /// replaced.
     async fn fetch(
@@ -379,12 +404,20 @@ impl PartitionLog for JetStreamPartition {
         check_limits(&self.name, limits)?;
         let mut slot = self.cursor.lock().await;
         // At most two tries: the kept cursor, then a new one at `from`.
+        let mut stale = false;
         for _ in 0..2 {
             let mut cursor = match slot.take() {
                 Some(cursor) if cursor.next == from => cursor,
                 _ => self.open_cursor(from).await?,
             };
             match self.fetch(&mut cursor, limits).await {
+                Ok(Some(records)) if records.is_empty() && self.bounds().await?.end > from => {
+                    // Nothing delivered although the stream holds records past `from`: the
+                    // cursor is stale (its consumer lived on a node that died, and its pull
+                    // requests go nowhere). Seen in the leader-kill test; replace it.
+                    self.forget(&cursor);
+                    stale = true;
+                }
                 Ok(Some(records)) => {
                     let next_offset = cursor.next;
                     *slot = Some(cursor);
@@ -394,13 +427,19 @@ impl PartitionLog for JetStreamPartition {
                     });
                 }
                 Ok(None) => {
-                    let _ = self.stream.delete_consumer(&cursor_name(&cursor)).await;
+                    self.forget(&cursor);
                 }
                 Err(error) => {
-                    let _ = self.stream.delete_consumer(&cursor_name(&cursor)).await;
+                    self.forget(&cursor);
                     return Err(error);
                 }
             }
+        }
+        if stale {
+            return Err(unavailable(
+                &self.name,
+                format!("no cursor at {from} delivers, although the stream holds more"),
+            ));
         }
         // A fresh cursor delivered out of order too: the head moved under it (retention), or
         // the stream is not what it claims.
@@ -473,7 +512,13 @@ fn unavailable(name: &PartitionName, error: impl std::fmt::Display) -> EngineErr
 fn publish_error(name: &PartitionName, error: jetstream::context::PublishError) -> EngineError {
     use jetstream::context::PublishErrorKind as Kind;
     match error.kind() {
-        Kind::StreamNotFound => EngineError::Unknown(name.clone()),
+        // The client reports "no responders" as StreamNotFound. The stream was found when the
+        // partition was opened, so here it means no replica is answering for it yet: a leader
+        // election after a node loss (measured: seconds). Transient.
+        Kind::StreamNotFound => unavailable(
+            name,
+            "no replica of the stream answers (a leader election?)",
+        ),
         Kind::MaxPayloadExceeded => refused(name, error),
         Kind::TimedOut | Kind::BrokenPipe | Kind::MaxAckPending | Kind::Other => {
             unavailable(name, error)
