@@ -11,6 +11,7 @@
 //! `checkpointed_follow`, the smallest at-least-once consumer, to copy. `samples/README.md` maps
 //! every pattern to the file that shows it.
 
+pub mod engine;
 pub mod events;
 pub mod queue;
 pub mod support;

@@ -11,11 +11,13 @@
 //! | [`pacer`] | sending at a fixed rate without drift or bursts |
 //! | [`stats_http`] | `GET /stats` (and any extra routes) over HTTP, plus a periodic stats log line |
 //! | [`embedded_broker`] | a broker in the same process, for the demo and the tests |
+//! | [`nats_cluster`] | a local NATS JetStream cluster from an installed `nats-server` |
 
 pub mod cli;
 pub mod clock;
 pub mod embedded_broker;
 pub mod logging;
+pub mod nats_cluster;
 pub mod pacer;
 pub mod per_partition;
 pub mod retry;
