@@ -42,7 +42,7 @@ use crate::ack::Ack;
 use crate::harness::Harness;
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::queue::peers::{Peer, PeerServers};
+use crate::queue::peers::{Peer, PeerServers, ServerUrls};
 use crate::queue::run::QueueOutcome;
 use crate::queue::{Arrival, ChaosConfig, ChaosMode, PickArg, QueueRunConfig, System};
 use crate::report::{Report, Run};
@@ -154,8 +154,9 @@ struct QueueArgs {
     #[arg(long, value_delimiter = ',', default_values = ["backlog", "trickle"])]
     arrival: Vec<Arrival>,
     /// Peer queues to run the same scenarios against, beside booblik: redis, redis-fsync,
-    /// postgres, postgres-async. The harness starts each server from its installed binary
-    /// (redis-server; PostgreSQL's initdb and postgres) unless a URL flag names one.
+    /// postgres, postgres-async, jetstream-workqueue. The harness starts each server from its
+    /// installed binary (redis-server; PostgreSQL's initdb and postgres; a 3-node nats-server
+    /// cluster) unless a URL flag names one.
     #[arg(long, value_delimiter = ',')]
     peers: Vec<Peer>,
     /// A running Redis to use for the redis peers instead of starting one (its appendonly
@@ -166,6 +167,11 @@ struct QueueArgs {
     /// connection string; the harness creates and drops the table booblik_load_jobs).
     #[arg(long)]
     postgres_url: Option<String>,
+    /// A running NATS JetStream cluster (comma-separated `nats://` URLs) to use for the
+    /// `jetstream-workqueue` peer instead of starting a 3-node cluster from the installed
+    /// `nats-server`.
+    #[arg(long)]
+    nats_url: Option<String>,
     /// Runs of every configuration; the report gives the median with min–max.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=MAX_REPETITIONS))]
     repetitions: u32,
@@ -276,8 +282,7 @@ impl QueueArgs {
 
     /// Booblik's configurations: the sweep, then (unless switched off) the extra runs.
     fn booblik_configs(&self) -> Vec<QueueRunConfig> {
-        let mut configs =
-            queue::sweep(&self.workers, &self.pick, &self.arrival, self.template());
+        let mut configs = queue::sweep(&self.workers, &self.pick, &self.arrival, self.template());
         if !self.no_extra_queue_runs {
             configs.extend(self.extra_runs());
         }
@@ -352,13 +357,12 @@ impl QueueArgs {
     }
 
     async fn start_peers(&self, data_dir: &std::path::Path) -> anyhow::Result<PeerServers> {
-        PeerServers::start(
-            &self.peers,
-            self.redis_url.as_deref(),
-            self.postgres_url.as_deref(),
-            data_dir,
-        )
-        .await
+        let urls = ServerUrls {
+            redis: self.redis_url.as_deref(),
+            postgres: self.postgres_url.as_deref(),
+            nats: self.nats_url.as_deref(),
+        };
+        PeerServers::start(&self.peers, &urls, data_dir).await
     }
 }
 

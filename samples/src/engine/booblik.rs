@@ -48,7 +48,7 @@ impl LogEngine for BooblikEngine {
             .client
             .topic(topic)
             .await
-            .map_err(|error| engine_error(&whole, error))?;
+            .map_err(|error| engine_error(&whole, &error))?;
         Ok(handle.partitions().len() as i32)
     }
 
@@ -73,7 +73,7 @@ impl LogEngine for BooblikEngine {
             self.client
                 .open_connection()
                 .await
-                .map_err(|error| engine_error(&name, error))
+                .map_err(|error| engine_error(&name, &error))
         };
         let reads = Mutex::new(open().await?);
         let writes = Mutex::new(open().await?);
@@ -115,7 +115,7 @@ impl BooblikPartition {
                 .client
                 .open_connection()
                 .await
-                .map_err(|error| engine_error(&self.name, error))?;
+                .map_err(|error| engine_error(&self.name, &error))?;
             self.reconnects.fetch_add(1, Ordering::Relaxed);
         }
         Ok(connection.clone())
@@ -149,7 +149,7 @@ impl PartitionLog for BooblikPartition {
             .await?
             .produce(&self.topic, self.name.partition, policy, set)
             .await
-            .map_err(|error| engine_error(&self.name, error))?
+            .map_err(|error| engine_error(&self.name, &error))?
             .ok_or_else(|| EngineError::Broken {
                 partition: self.name.clone(),
                 reason: "no answer to an acknowledged PRODUCE".into(),
@@ -191,10 +191,10 @@ impl PartitionLog for BooblikPartition {
                     end: bounds.end,
                 });
             }
-            Err(error) => return Err(engine_error(&self.name, error)),
+            Err(error) => return Err(engine_error(&self.name, &error)),
         };
         let batch = Batch::from_fetch(&self.topic, self.name.partition, from, max_bytes, response)
-            .map_err(|error| engine_error(&self.name, error))?;
+            .map_err(|error| engine_error(&self.name, &error))?;
         let records = batch
             .records
             .into_iter()
@@ -217,7 +217,7 @@ impl PartitionLog for BooblikPartition {
             .await?
             .metadata(std::slice::from_ref(&self.topic))
             .await
-            .map_err(|error| engine_error(&self.name, error))?;
+            .map_err(|error| engine_error(&self.name, &error))?;
         let partition = metadata
             .topics
             .iter()
@@ -242,7 +242,7 @@ impl PartitionLog for BooblikPartition {
 }
 
 /// Sorts a client error into the engine's kinds.
-fn engine_error(name: &PartitionName, error: ClientError) -> EngineError {
+fn engine_error(name: &PartitionName, error: &ClientError) -> EngineError {
     let transient = matches!(
         error,
         ClientError::Connect { .. } | ClientError::ConnectTimeout { .. }

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
 
-use super::{Endpoint, Peer, postgres, redis};
+use super::{Endpoint, Peer, jetstream, postgres, redis};
 use crate::baseline::Baseline;
 use crate::cpu;
 use crate::latency::LatencyRecorder;
@@ -68,9 +68,27 @@ pub enum ClaimOutcome {
     Empty,
 }
 
+/// The names of one run's keys, streams and tables, for every peer.
+#[derive(Debug, Clone)]
+struct RunKeys {
+    redis: redis::Keys,
+    jetstream: jetstream::Names,
+}
+
+impl RunKeys {
+    fn fresh() -> Self {
+        Self {
+            redis: redis::Keys::fresh(),
+            jetstream: jetstream::Names::fresh(),
+        }
+    }
+}
+
 enum Consumer {
     Redis(redis::Consumer),
     Postgres(postgres::Consumer),
+    // Boxed: a JetStream consumer carries its connection state inline.
+    JetStream(Box<jetstream::Consumer>),
 }
 
 impl Consumer {
@@ -78,13 +96,14 @@ impl Consumer {
         match self {
             Consumer::Redis(c) => c.claim(block).await,
             Consumer::Postgres(c) => c.claim().await,
+            Consumer::JetStream(c) => c.claim(block).await,
         }
     }
 
     /// After an empty claim: Redis waits in its next (blocking) claim, PostgreSQL here.
     async fn idle(&mut self) -> bool {
         match self {
-            Consumer::Redis(_) => true,
+            Consumer::Redis(_) | Consumer::JetStream(_) => true,
             Consumer::Postgres(c) => {
                 c.wait_for_work().await;
                 false
@@ -96,6 +115,7 @@ impl Consumer {
         match self {
             Consumer::Redis(c) => c.extend(claimed).await,
             Consumer::Postgres(c) => c.extend(claimed).await,
+            Consumer::JetStream(c) => c.extend(claimed).await,
         }
     }
 
@@ -103,6 +123,7 @@ impl Consumer {
         match self {
             Consumer::Redis(c) => c.done(claimed).await,
             Consumer::Postgres(c) => c.done(claimed).await,
+            Consumer::JetStream(c) => c.done(claimed).await,
         }
     }
 }
@@ -110,12 +131,18 @@ impl Consumer {
 enum Submitter {
     Redis(redis::Submitter),
     Postgres(postgres::Submitter),
+    JetStream(jetstream::Submitter),
 }
 
 impl Submitter {
-    async fn connect(url: &str, peer: Peer, keys: &redis::Keys) -> anyhow::Result<Self> {
+    async fn connect(url: &str, peer: Peer, keys: &RunKeys) -> anyhow::Result<Self> {
         Ok(match peer {
-            Peer::Redis | Peer::RedisFsync => Submitter::Redis(redis::Submitter::connect(url, keys).await?),
+            Peer::Redis | Peer::RedisFsync => {
+                Submitter::Redis(redis::Submitter::connect(url, &keys.redis).await?)
+            }
+            Peer::JetstreamWorkqueue => {
+                Submitter::JetStream(jetstream::Submitter::connect(url, &keys.jetstream).await?)
+            }
             Peer::Postgres | Peer::PostgresAsync => Submitter::Postgres(
                 postgres::Submitter::connect(url, peer == Peer::Postgres).await?,
             ),
@@ -126,6 +153,7 @@ impl Submitter {
         match self {
             Submitter::Redis(s) => s.submit(task_id, payload).await,
             Submitter::Postgres(s) => s.submit(task_id, payload).await,
+            Submitter::JetStream(s) => s.submit(task_id, payload).await,
         }
     }
 
@@ -133,6 +161,7 @@ impl Submitter {
         match self {
             Submitter::Redis(s) => s.final_counts(tasks).await,
             Submitter::Postgres(s) => s.final_counts(tasks).await,
+            Submitter::JetStream(s) => s.final_counts(tasks).await,
         }
     }
 }
@@ -207,7 +236,7 @@ struct Slot {
 #[allow(clippy::too_many_arguments)] // one worker's whole wiring, called from one place
 async fn start_worker(
     url: &str,
-    keys: &redis::Keys,
+    keys: &RunKeys,
     settings: WorkerSettings,
     slot: usize,
     effects: &Effects,
@@ -215,7 +244,12 @@ async fn start_worker(
     events: mpsc::UnboundedSender<(usize, PeerEvent)>,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<Slot> {
-    let (url, keys, effects, stalls) = (url.to_owned(), keys.clone(), effects.clone(), stalls.clone());
+    let (url, keys, effects, stalls) = (
+        url.to_owned(),
+        keys.clone(),
+        effects.clone(),
+        stalls.clone(),
+    );
     let stall = Arc::new(AtomicBool::new(false));
     let switch = Arc::clone(&stall);
     let (started_tx, started_rx) = oneshot::channel();
@@ -226,7 +260,7 @@ async fn start_worker(
             Peer::Redis | Peer::RedisFsync => Consumer::Redis(
                 redis::Consumer::connect(
                     &url,
-                    &keys,
+                    &keys.redis,
                     format!("{name}-{}", worker.simple()),
                     settings.lease_ms,
                     settings.max_expired_leases,
@@ -243,6 +277,10 @@ async fn start_worker(
                 )
                 .await?,
             ),
+            Peer::JetstreamWorkqueue => Consumer::JetStream(Box::new(
+                jetstream::Consumer::connect(&url, &keys.jetstream, settings.max_expired_leases)
+                    .await?,
+            )),
         };
         let _ = started_tx.send(());
         tokio::select! {
@@ -426,15 +464,21 @@ pub async fn run(
     anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
     endpoint.check_alive()?;
     let url = endpoint.url.clone();
-    let keys = redis::Keys::fresh();
+    let keys = RunKeys::fresh();
     match peer {
-        Peer::Redis | Peer::RedisFsync => redis::prepare(&url, &keys, peer == Peer::RedisFsync).await?,
+        Peer::Redis | Peer::RedisFsync => {
+            redis::prepare(&url, &keys.redis, peer == Peer::RedisFsync).await?;
+        }
         Peer::Postgres | Peer::PostgresAsync => postgres::prepare(&url).await?,
+        Peer::JetstreamWorkqueue => {
+            jetstream::prepare(&url, &keys.jetstream, config.lease_ms).await?;
+        }
     }
     let outcome = conduct(&url, &keys, peer, config, baseline).await;
     let cleaned = match peer {
-        Peer::Redis | Peer::RedisFsync => redis::clean_up(&url, &keys).await,
+        Peer::Redis | Peer::RedisFsync => redis::clean_up(&url, &keys.redis).await,
         Peer::Postgres | Peer::PostgresAsync => postgres::clean_up(&url).await,
+        Peer::JetstreamWorkqueue => jetstream::clean_up(&url, &keys.jetstream).await,
     };
     if let Err(error) = endpoint.check_alive() {
         return Err(error.context(format!("{} died during the run", peer.name())));
@@ -446,7 +490,7 @@ pub async fn run(
 
 async fn conduct(
     url: &str,
-    keys: &redis::Keys,
+    keys: &RunKeys,
     peer: Peer,
     config: QueueRunConfig,
     baseline: &Baseline,

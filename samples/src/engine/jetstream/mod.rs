@@ -36,7 +36,7 @@ pub const ORIGIN: i64 = 1;
 pub const READY_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long an idle read cursor lives on the server before it cleans it up itself (a reader
 /// that vanished without deleting it).
-pub const CURSOR_INACTIVE_THRESHOLD: Duration = Duration::from_secs(60);
+pub const CURSOR_INACTIVE_THRESHOLD: Duration = Duration::from_mins(1);
 /// The shortest long poll sent to the server: a pull request with a shorter expiry is answered
 /// empty at once by some servers, which would turn a follower into a busy loop.
 pub const MIN_FETCH_EXPIRY: Duration = Duration::from_millis(10);
@@ -116,7 +116,7 @@ impl JetStreamEngine {
                         format!("JetStream not ready after {limit:?}"),
                     ));
                 }
-                Err(_) => continue,
+                Err(_) => {}
                 Ok(Err(error)) if tokio::time::Instant::now() >= deadline => {
                     return Err(unavailable(
                         &cluster(),
