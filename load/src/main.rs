@@ -42,8 +42,9 @@ use crate::ack::Ack;
 use crate::harness::Harness;
 use crate::machine::Machine;
 use crate::progress::Progress;
+use crate::queue::peers::{Peer, PeerServers, ServerUrls};
 use crate::queue::run::QueueOutcome;
-use crate::queue::{Arrival, ChaosConfig, PickArg, QueueRunConfig};
+use crate::queue::{Arrival, ChaosConfig, ChaosMode, PickArg, QueueRunConfig, System};
 use crate::report::{Report, Run};
 
 /// The booblik load harness.
@@ -101,9 +102,6 @@ enum Command {
         common: CommonArgs,
         #[command(flatten)]
         queue: QueueArgs,
-        /// Skip the extra queue runs (chaos at 3 and 30 workers, one `forced` claim-ack run).
-        #[arg(long)]
-        no_extra_queue_runs: bool,
         #[command(flatten)]
         produce: ProduceArgs,
         #[command(flatten)]
@@ -143,17 +141,43 @@ struct CommonArgs {
     baseline_fsyncs: u32,
 }
 
+#[allow(clippy::struct_excessive_bools)] // independent switches of the sweep
 #[derive(Debug, Clone, Args)]
 struct QueueArgs {
     /// Worker counts to sweep.
     #[arg(long, value_delimiter = ',', default_values_t = [3usize, 30])]
     workers: Vec<usize>,
-    /// Pick strategies to sweep.
+    /// Pick strategies to sweep (booblik; a peer's server picks for its workers).
     #[arg(long, value_delimiter = ',', default_values = ["first", "random"])]
     pick: Vec<PickArg>,
     /// Arrival patterns to sweep.
     #[arg(long, value_delimiter = ',', default_values = ["backlog", "trickle"])]
     arrival: Vec<Arrival>,
+    /// Peer queues to run the same scenarios against, beside booblik: redis, redis-fsync,
+    /// postgres, postgres-async, jetstream-workqueue. The harness starts each server from its
+    /// installed binary (redis-server; PostgreSQL's initdb and postgres; a 3-node nats-server
+    /// cluster) unless a URL flag names one.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<Peer>,
+    /// A running Redis to use for the redis peers instead of starting one (its appendonly
+    /// setting is changed to match the peer).
+    #[arg(long)]
+    redis_url: Option<String>,
+    /// A running PostgreSQL to use for the postgres peers instead of starting one (a libpq
+    /// connection string; the harness creates and drops the table booblik_load_jobs).
+    #[arg(long)]
+    postgres_url: Option<String>,
+    /// A running NATS JetStream cluster (comma-separated `nats://` URLs) to use for the
+    /// `jetstream-workqueue` peer instead of starting a 3-node cluster from the installed
+    /// `nats-server`.
+    #[arg(long)]
+    nats_url: Option<String>,
+    /// Runs of every configuration; the report gives the median with min–max.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=MAX_REPETITIONS))]
+    repetitions: u32,
+    /// Each worker's first claims are a warm-up, left out of the claim-latency histogram.
+    #[arg(long, default_value_t = 5)]
+    warmup_claims_per_worker: u64,
     /// Tasks per run, overriding the two options below.
     #[arg(long)]
     tasks: Option<usize>,
@@ -177,30 +201,40 @@ struct QueueArgs {
     /// Lease, ms (extends every lease/3). Short, so chaos runs recover quickly.
     #[arg(long, default_value_t = 1_000)]
     lease_ms: u64,
-    /// Ack policy of task submissions, claims, extends and dones. `written` measures the
-    /// protocol without an fsync per claim; `forced` is what docs/task-queue.md recommends.
-    #[arg(long, value_enum, default_value_t = Ack::Written)]
+    /// Ack policy of booblik's task submissions, claims, extends and dones. `forced` (the
+    /// default, what docs/task-queue.md recommends) is the headline; the extra runs add
+    /// `written` as a labelled variant.
+    #[arg(long, value_enum, default_value_t = Ack::Forced)]
     claim_ack: Ack,
-    /// Kill workers mid-task in every run of the sweep.
-    #[arg(long)]
-    chaos: bool,
-    /// Share of the workers the chaos monkey kills (at least one).
+    /// Crash (kill) or stall (freeze for 1.5 × lease) workers mid-task in every run of the
+    /// sweep.
+    #[arg(long, value_enum)]
+    chaos: Option<ChaosMode>,
+    /// Share of the workers the chaos monkey hits (at least one).
     #[arg(long, default_value_t = 0.34)]
     chaos_share: f64,
-    /// The kill wave starts when this share of the tasks is finished.
+    /// A crash wave starts when this share of the tasks is finished.
     #[arg(long, default_value_t = 0.3)]
     chaos_after: f64,
     /// Do not start replacements for killed workers (the survivors finish the work).
     #[arg(long)]
     chaos_no_replace: bool,
+    /// Skip the extra runs (at each worker count, random pick, backlog: chaos crash, chaos
+    /// stall, and booblik with `written` claims).
+    #[arg(long)]
+    no_extra_queue_runs: bool,
     /// Upper bound on one queue run, seconds.
     #[arg(long, default_value_t = 60)]
     max_run_s: u64,
 }
 
+/// Most repetitions of one configuration.
+const MAX_REPETITIONS: i64 = 100;
+
 impl QueueArgs {
-    fn chaos_config(&self) -> ChaosConfig {
+    fn chaos_config(&self, mode: ChaosMode) -> ChaosConfig {
         ChaosConfig {
+            mode,
             share: self.chaos_share,
             after_finished_share: self.chaos_after,
             replace: !self.chaos_no_replace,
@@ -209,6 +243,7 @@ impl QueueArgs {
 
     fn template(&self) -> QueueRunConfig {
         QueueRunConfig {
+            system: System::Booblik,
             workers: 0,
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
@@ -217,8 +252,10 @@ impl QueueArgs {
             work_ms: self.work_ms,
             lease_ms: self.lease_ms,
             claim_ack: self.claim_ack,
-            chaos: self.chaos.then(|| self.chaos_config()),
+            chaos: self.chaos.map(|mode| self.chaos_config(mode)),
             max_run_ms: self.max_run_s * 1_000,
+            repetition: 0,
+            warmup_claims_per_worker: self.warmup_claims_per_worker,
         }
     }
 
@@ -243,40 +280,89 @@ impl QueueArgs {
             .collect()
     }
 
-    fn sweep(&self) -> Vec<QueueRunConfig> {
-        self.sized(queue::sweep(
-            &self.workers,
-            &self.pick,
-            &self.arrival,
-            self.template(),
-        ))
+    /// Booblik's configurations: the sweep, then (unless switched off) the extra runs.
+    fn booblik_configs(&self) -> Vec<QueueRunConfig> {
+        let mut configs = queue::sweep(&self.workers, &self.pick, &self.arrival, self.template());
+        if !self.no_extra_queue_runs {
+            configs.extend(self.extra_runs());
+        }
+        self.sized(configs)
     }
 
-    /// Chaos at each swept worker count (random, backlog) and one `forced` run at the smallest.
+    /// At each swept worker count (random, backlog): chaos crash, chaos stall, and `written`
+    /// claims — unless the sweep already has that chaos or ack.
     fn extra_runs(&self) -> Vec<QueueRunConfig> {
         let base = QueueRunConfig {
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
             ..self.template()
         };
-        let mut extra: Vec<QueueRunConfig> = self
-            .workers
-            .iter()
-            .map(|&workers| QueueRunConfig {
-                workers,
-                chaos: Some(self.chaos_config()),
-                ..base
-            })
-            .collect();
-        if let Some(&smallest) = self.workers.iter().min() {
-            extra.push(QueueRunConfig {
-                workers: smallest,
-                claim_ack: Ack::Forced,
-                chaos: None,
-                ..base
-            });
+        let mut extra = Vec::new();
+        for &workers in &self.workers {
+            for mode in [ChaosMode::Crash, ChaosMode::Stall] {
+                if self.chaos != Some(mode) {
+                    extra.push(QueueRunConfig {
+                        workers,
+                        chaos: Some(self.chaos_config(mode)),
+                        ..base
+                    });
+                }
+            }
+            if self.claim_ack != Ack::Written {
+                extra.push(QueueRunConfig {
+                    workers,
+                    claim_ack: Ack::Written,
+                    chaos: None,
+                    ..base
+                });
+            }
         }
-        self.sized(extra)
+        extra
+    }
+
+    /// Every run of the invocation, in order: each repetition runs every scenario, and within
+    /// a scenario booblik's variants and then each peer — so a scenario's systems run minutes,
+    /// not the whole sweep, apart.
+    fn all_runs(&self) -> Vec<QueueRunConfig> {
+        let booblik = self.booblik_configs();
+        let key = |c: &QueueRunConfig| (c.workers, c.arrival, c.chaos.map(|x| x.mode), c.work_ms);
+        let mut scenarios = Vec::new();
+        for config in &booblik {
+            if !scenarios.contains(&key(config)) {
+                scenarios.push(key(config));
+            }
+        }
+        let mut runs = Vec::new();
+        for repetition in 0..self.repetitions {
+            for scenario in &scenarios {
+                let mine: Vec<&QueueRunConfig> =
+                    booblik.iter().filter(|c| key(c) == *scenario).collect();
+                for config in &mine {
+                    runs.push(QueueRunConfig {
+                        repetition,
+                        ..**config
+                    });
+                }
+                let first = *mine[0];
+                for &peer in &self.peers {
+                    runs.push(QueueRunConfig {
+                        system: System::Peer(peer),
+                        repetition,
+                        ..first
+                    });
+                }
+            }
+        }
+        runs
+    }
+
+    async fn start_peers(&self, data_dir: &std::path::Path) -> anyhow::Result<PeerServers> {
+        let urls = ServerUrls {
+            redis: self.redis_url.as_deref(),
+            postgres: self.postgres_url.as_deref(),
+            nats: self.nats_url.as_deref(),
+        };
+        PeerServers::start(&self.peers, &urls, data_dir).await
     }
 }
 
@@ -483,9 +569,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Queue { common, queue } => {
             let (harness, machine) = prepare(&common).await?;
-            let configs = queue.sweep();
+            let configs = queue.all_runs();
+            let mut servers = queue.start_peers(&common.data_dir).await?;
             let progress = Progress::new(configs.len() as u64);
-            let outcomes = run_queue(&harness, &configs, &progress).await?;
+            let outcomes = run_queue(&harness, &configs, &progress, &mut servers).await;
+            servers.stop();
+            let outcomes = outcomes?;
             progress.finish();
             let runs = outcomes
                 .iter()
@@ -533,21 +622,20 @@ async fn main() -> anyhow::Result<()> {
         Command::All {
             common,
             queue,
-            no_extra_queue_runs,
             produce,
             fetch,
             e2e,
         } => {
             let (harness, machine) = prepare(&common).await?;
-            let mut queue_configs = queue.sweep();
-            if !no_extra_queue_runs {
-                queue_configs.extend(queue.extra_runs());
-            }
+            let queue_configs = queue.all_runs();
             let produce_configs = produce.configs();
             let e2e_configs = e2e.configs();
             let steps = queue_configs.len() + produce_configs.len() + 1 + e2e_configs.len() + 1;
             let progress = Progress::new(steps as u64);
-            let outcomes = run_queue(&harness, &queue_configs, &progress).await?;
+            let mut servers = queue.start_peers(&common.data_dir).await?;
+            let outcomes = run_queue(&harness, &queue_configs, &progress, &mut servers).await;
+            servers.stop();
+            let outcomes = outcomes?;
             let mut runs: Vec<Run> = outcomes
                 .iter()
                 .map(|o| Run::Queue(Box::new(o.run.clone())))
@@ -588,16 +676,20 @@ async fn run_queue(
     harness: &Harness,
     configs: &[QueueRunConfig],
     progress: &Progress,
+    servers: &mut PeerServers,
 ) -> anyhow::Result<Vec<QueueOutcome>> {
     let mut outcomes = Vec::with_capacity(configs.len());
     for config in configs {
         let label = queue::label(config);
         progress.start(label.clone());
-        outcomes.push(
-            queue::run::run(harness, *config)
-                .await
-                .with_context(|| format!("{label} failed"))?,
-        );
+        let outcome = match config.system {
+            System::Booblik => queue::run::run(harness, *config).await,
+            System::Peer(peer) => {
+                let endpoint = servers.endpoint(peer)?;
+                queue::peers::driver::run(endpoint, peer, *config, &harness.baseline).await
+            }
+        };
+        outcomes.push(outcome.with_context(|| format!("{label} failed"))?);
         progress.done();
     }
     Ok(outcomes)
@@ -719,19 +811,23 @@ fn finish(
     Ok(())
 }
 
-/// The queue's safety promises are not targets but guarantees: a broken one fails the command
-/// (after the report is out).
+/// Booblik's safety promises are not targets but guarantees: a broken one fails the command
+/// (after the report is out). The peers' duplicates are what they are, and only reported.
 fn check_queue_safety(outcomes: &[QueueOutcome]) -> anyhow::Result<()> {
     for outcome in outcomes {
         let r = &outcome.run;
-        if r.violations > 0 || r.duplicate_effects > 0 {
+        if r.system == System::Booblik.name()
+            && (r.violations > 0 || r.duplicate_effects > 0 || r.duplicate_dones > 0)
+        {
             bail!(
-                "{} workers, pick {}, {}: {} verifier violations, {} duplicate effects",
+                "booblik, {} workers, pick {}, {}: {} verifier violations, {} duplicate effects, \
+                 {} duplicate dones",
                 r.workers,
-                r.pick.name(),
+                r.pick.map_or("—", PickArg::name),
                 r.arrival.name(),
                 r.violations,
-                r.duplicate_effects
+                r.duplicate_effects,
+                r.duplicate_dones
             );
         }
     }

@@ -21,13 +21,16 @@ pub struct Verdict {
     pub met: Option<bool>,
 }
 
+/// The booblik run (first repetition) these targets were set for: random, backlog, `written`
+/// claims, no chaos. The issue-19 comparison with the peers is the queue report's peer table.
 fn the_run(report: &Report, workers: usize) -> Option<&QueueRun> {
     report.runs.iter().filter_map(Run::as_queue).find(|r| {
-        r.workers == workers
-            && r.pick == PickArg::Random
+        r.system == "booblik"
+            && r.workers == workers
+            && r.pick == Some(PickArg::Random)
             && r.arrival == Arrival::Backlog
-            && r.claim_ack == Ack::Written
-            && !r.chaos
+            && r.claim_ack == Some(Ack::Written)
+            && r.chaos.is_none()
     })
 }
 
@@ -97,19 +100,27 @@ pub fn evaluate(report: &Report) -> Vec<Verdict> {
         "30 workers, random, backlog: lost races ≤ 2 %",
         thirty.map(|r| (format!("{:.2} %", r.lost_race_pct), r.lost_race_pct <= 2.0)),
     ));
-    let queue: Vec<&QueueRun> = report.runs.iter().filter_map(Run::as_queue).collect();
+    let queue: Vec<&QueueRun> = report
+        .runs
+        .iter()
+        .filter_map(Run::as_queue)
+        .filter(|r| r.system == "booblik")
+        .collect();
     let some_queue = (!queue.is_empty()).then_some(());
     out.push(verdict(
-        "every queue run (chaos included): zero tasks never completed",
+        "every booblik queue run (chaos included): zero tasks never completed",
         some_queue.map(|()| {
             let never: u64 = queue.iter().map(|r| r.tasks_never_completed).sum();
             (format!("{never} in {} runs", queue.len()), never == 0)
         }),
     ));
     out.push(verdict(
-        "every queue run (chaos included): zero duplicate effects, zero violations",
+        "every booblik queue run (chaos included): zero duplicate effects, zero violations",
         some_queue.map(|()| {
-            let dup: u64 = queue.iter().map(|r| r.duplicate_effects).sum();
+            let dup: u64 = queue
+                .iter()
+                .map(|r| r.duplicate_effects + r.duplicate_dones)
+                .sum();
             let violations: u64 = queue.iter().map(|r| r.violations).sum();
             (
                 format!("{dup} duplicate effects, {violations} violations"),

@@ -24,6 +24,9 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
             "5",
             "--max-run-s",
             "20",
+            "--repetitions",
+            "1",
+            "--no-extra-queue-runs",
         ],
     );
     assert_baseline(&report);
@@ -31,6 +34,11 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
     assert_eq!(run["kind"], "queue");
+    assert_eq!(run["system"], "booblik");
+    assert_eq!(run["claim_ack"], "forced");
+    assert!(run["chaos"].is_null());
+    assert_eq!(integer(run, "pool"), 1);
+    assert_eq!(integer(run, "work_ms"), 5);
     assert_eq!(run["workers"], 3);
     assert_eq!(run["pick"], "random");
     assert_eq!(run["arrival"], "backlog");
@@ -59,6 +67,9 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
     assert_eq!(integer(run, "tasks_completed"), 30);
     assert_eq!(integer(run, "tasks_never_completed"), 0);
     assert_eq!(integer(run, "duplicate_effects"), 0);
+    assert_eq!(integer(run, "duplicate_dones"), 0);
+    assert_eq!(integer(run, "refused_effects"), 0);
+    assert_eq!(integer(run, "effects_committed"), 30);
     assert_eq!(integer(run, "violations"), 0);
     assert!(integer(run, "wins") >= 30);
     assert_eq!(

@@ -13,6 +13,7 @@
 //! production plumbing. `samples/README.md` has the reading path and maps every pattern to the
 //! file that shows it.
 
+pub mod engine;
 pub mod events;
 pub mod queue;
 pub mod support;

@@ -1,8 +1,10 @@
 //! Enqueueing the tasks of a run: all at once (backlog) or at a steady rate (trickle).
 //!
-//! Each task goes through the sample's `submit_task` (one append to the tasks partition). The
-//! clock reading taken just *before* the submission is reported with the task's id, so
-//! "enqueue → claim won" includes the append itself, as a submitter would experience it.
+//! Each task goes through the sample's `submit_task` (one append to the tasks partition). Reported
+//! with the task's id is its **arrival**: for a backlog the clock reading just *before* the
+//! submission, for a trickle the time the schedule says it arrives (`start + index / rate`), so
+//! "enqueue → claim won" includes the append itself, as a submitter would experience it, and a
+//! submitter that falls behind its schedule shows as latency instead of hiding it.
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use booblik_client::AckPolicy;
 use booblik_client::Client;
 use booblik_samples::queue::worker::submit_task_with_ack;
 use tokio::sync::mpsc;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 /// Payload of every task: small, since the work is simulated.
@@ -29,16 +31,16 @@ pub async fn enqueue(
     rate_per_s: Option<f64>,
     submitted: mpsc::UnboundedSender<(Uuid, Instant)>,
 ) -> anyhow::Result<()> {
-    let mut ticker = rate_per_s.map(|rate| {
-        let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Burst);
-        ticker
-    });
+    let start = Instant::now();
     for index in 0..count {
-        if let Some(ticker) = &mut ticker {
-            ticker.tick().await;
-        }
-        let at = Instant::now();
+        let at = match rate_per_s {
+            Some(rate) => {
+                let at = scheduled_arrival(start, index, rate);
+                tokio::time::sleep_until(at).await;
+                at
+            }
+            None => Instant::now(),
+        };
         let (task_id, _offset) =
             submit_task_with_ack(&client, &tasks_topic, payload(index), ack).await?;
         if submitted.send((task_id, at)).is_err() {
@@ -46,4 +48,9 @@ pub async fn enqueue(
         }
     }
     Ok(())
+}
+
+/// When task `index` of a trickle at `rate_per_s` starting at `start` arrives.
+pub fn scheduled_arrival(start: Instant, index: usize, rate_per_s: f64) -> Instant {
+    start + Duration::from_secs_f64(index as f64 / rate_per_s)
 }

@@ -25,17 +25,18 @@
 
 pub mod arrival;
 pub mod chaos;
+pub mod effects;
 pub mod observer;
+pub mod peers;
 pub mod plots;
+pub mod report;
 pub mod run;
 pub mod tally;
+pub mod thread;
 
 use booblik_samples::queue::pick::Pick;
 use serde::Serialize;
-use std::fmt::Write as _;
-
 use crate::ack::Ack;
-use crate::baseline::Baseline;
 use crate::latency::Percentiles;
 
 /// How tasks arrive.
@@ -86,23 +87,76 @@ impl Arrival {
     }
 }
 
-/// Killing workers mid-task.
+/// What the chaos of a run does to the workers it picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChaosMode {
+    /// Kill the worker mid-task (its connections close; it never comes back).
+    Crash,
+    /// Freeze the worker's OS thread mid-task for 1.5 × the lease, in a way it cannot see;
+    /// afterwards it commits its effect and its done as if nothing had happened.
+    Stall,
+}
+
+impl ChaosMode {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChaosMode::Crash => "crash",
+            ChaosMode::Stall => "stall",
+        }
+    }
+}
+
+/// Killing or freezing workers mid-task.
 #[derive(Debug, Clone, Copy)]
 pub struct ChaosConfig {
-    /// Share of the workers killed (at least one).
+    /// Crash or stall.
+    pub mode: ChaosMode,
+    /// Share of the workers hit (at least one).
     pub share: f64,
-    /// The kill wave starts once this share of the tasks is finished.
+    /// A crash wave starts once this share of the tasks is finished. (A stall wave starts when
+    /// fewer than [`STALL_WHEN_UNFINISHED_PER_WORKER`] × workers tasks are unfinished: see
+    /// [`chaos`].)
     pub after_finished_share: f64,
-    /// Start a replacement for every killed worker.
+    /// Start a replacement for every killed worker (crash only).
     pub replace: bool,
+}
+
+/// A stall wave starts once at most this many unfinished tasks per worker remain, so that the
+/// stalled worker's lease lapses while the others are idle and one of them takes it over at once
+/// (see [`chaos`]).
+pub const STALL_WHEN_UNFINISHED_PER_WORKER: usize = 2;
+/// A stall lasts this many leases (×10: 15 = 1.5 leases).
+pub const STALL_LEASES_X10: u64 = 15;
+
+/// The system under test: booblik, or one of the peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum System {
+    /// The claims-and-leases queue over booblik.
+    Booblik,
+    /// A peer queue server.
+    Peer(peers::Peer),
+}
+
+impl System {
+    /// The name in the report (`"booblik"`, or the peer's `--peers` name).
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Booblik => "booblik",
+            System::Peer(peer) => peer.name(),
+        }
+    }
 }
 
 /// One queue run.
 #[derive(Debug, Clone, Copy)]
 pub struct QueueRunConfig {
+    /// The system under test.
+    pub system: System,
     /// Workers.
     pub workers: usize,
-    /// Pick strategy.
+    /// Pick strategy (booblik only: a peer's server hands out tasks itself).
     pub pick: PickArg,
     /// Arrival pattern.
     pub arrival: Arrival,
@@ -114,46 +168,65 @@ pub struct QueueRunConfig {
     pub work_ms: u64,
     /// Lease length.
     pub lease_ms: u64,
-    /// Ack policy of claims, extends and dones.
+    /// Ack policy of claims, extends and dones (booblik only).
     pub claim_ack: Ack,
-    /// Kill workers mid-task.
+    /// Kill or freeze workers mid-task.
     pub chaos: Option<ChaosConfig>,
     /// Upper bound on the run (enqueueing included).
     pub max_run_ms: u64,
+    /// Which repetition of this configuration (0-based).
+    pub repetition: u32,
+    /// Each worker's first claims are a warm-up (connections, caches, page faults): their
+    /// latencies are left out of the histogram.
+    pub warmup_claims_per_worker: u64,
 }
 
 /// What one queue run measured. Field names are the JSON contract of the experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueRun {
+    /// `"booblik"` or the peer's name.
+    pub system: &'static str,
+    /// Which repetition of its configuration (0-based).
+    pub repetition: u32,
     /// Workers (replacements not counted).
     pub workers: usize,
-    /// `first` or `random`.
-    pub pick: PickArg,
+    /// Workers sharing one set of followers (1: every worker has its own).
+    pub pool: u64,
+    /// `first` or `random` (booblik); null for a peer, whose server picks.
+    pub pick: Option<PickArg>,
     /// `backlog` or `trickle`.
     pub arrival: Arrival,
-    /// Ack policy of claims.
-    pub claim_ack: Ack,
-    /// Whether workers were killed.
-    pub chaos: bool,
+    /// Ack policy of claims (booblik); null for a peer, whose durability is in its name.
+    pub claim_ack: Option<Ack>,
+    /// `"crash"`, `"stall"` or null.
+    pub chaos: Option<ChaosMode>,
     /// Simulated work per task (ms).
     pub work_ms: u64,
     /// Lease (ms).
     pub lease_ms: u64,
     /// Trickle rate (tasks/s), 0 for a backlog.
     pub arrival_per_s: f64,
-    /// Claim append issued → verdict known, µs.
+    /// Claim issued → known to be won (booblik: verdict known), µs, warm-up excluded.
     pub claim_latency_us: Percentiles,
-    /// Enqueue → first winning claim's verdict known, µs.
+    /// Claim latencies in the histogram.
+    pub claim_latency_samples: u64,
+    /// Claim latencies left out as warm-up (each worker's first claims).
+    pub warmup_claims_discarded: u64,
+    /// Enqueue (a trickle: the scheduled arrival) → first winning claim known, µs.
     pub enqueue_to_claim_us: Percentiles,
-    /// Claims appended (verifier).
+    /// Claims appended (booblik, verifier) or claims that returned a task (peers).
     pub attempts: u64,
     /// Winning claims.
     pub wins: u64,
-    /// Claims that did not win.
+    /// Claims that did not win (a peer's server never lets two claims race: 0).
     pub lost_races: u64,
     /// `lost_races / attempts`, percent.
     pub lost_race_pct: f64,
-    /// Claims appended while at least 2 × workers tasks had never been claimed (backlog runs).
+    /// Peers: claim commands or queries that found no task (idle polls included); null for
+    /// booblik, whose idle workers wait without asking.
+    pub empty_claims: Option<u64>,
+    /// Claims appended while at least 2 × workers tasks had never been claimed (booblik
+    /// backlog runs).
     pub deep_backlog_claims: Option<u64>,
     /// Lost races among those claims, percent: collisions while the backlog was deep, without
     /// the drain at the end.
@@ -166,22 +239,33 @@ pub struct QueueRun {
     pub duplicate_executions: u64,
     /// Leases that expired and were taken over.
     pub expired_leases: u64,
-    /// Dones refused by fencing.
+    /// Dones refused (booblik: fenced by the verdict; Postgres: the token check matched no
+    /// row; Redis: `XACK` found the message no longer pending).
     pub fenced_dones: u64,
-    /// Accepted dones beyond the first per task (must be 0).
+    /// Accepted dones beyond the first per task (booblik: from the verifier; must be 0).
+    pub duplicate_dones: u64,
+    /// Effects the run's effect sink took: one per executed task that got to commit.
+    pub effects_committed: u64,
+    /// Effects the sink took for a task that already had one (booblik's sink fences by token
+    /// and must show 0; the peers' sink cannot fence).
     pub duplicate_effects: u64,
+    /// Effects (and fences) the fencing sink refused: a displaced holder's late commit.
+    pub refused_effects: u64,
     /// Tasks enqueued.
     pub tasks_total: u64,
     /// Tasks with an accepted done.
     pub tasks_completed: u64,
-    /// `tasks_total - tasks_completed`.
+    /// `tasks_total - tasks_completed - dead_lettered`.
     pub tasks_never_completed: u64,
     /// Tasks dead-lettered.
     pub dead_lettered: u64,
-    /// Invariant violations the verifier found (must be 0).
+    /// Invariant violations the verifier found (booblik; must be 0). Peers are not verified:
+    /// their counts come from the server at the end of the run.
     pub violations: u64,
     /// Workers killed mid-task.
     pub workers_killed: u64,
+    /// Workers frozen mid-task.
+    pub workers_stalled: u64,
     /// Replacement workers started.
     pub workers_replaced: u64,
     /// Completed tasks per second.
@@ -190,7 +274,8 @@ pub struct QueueRun {
     pub ceiling_tasks_per_s: f64,
     /// Seconds from workers started to the last accepted done (or the time limit).
     pub elapsed_s: f64,
-    /// CPU seconds of this process (workers and embedded broker) during the run.
+    /// CPU seconds of this process (workers and embedded broker) during the run; a peer's
+    /// server runs in its own process and is not included.
     pub process_cpu_s: f64,
     /// Ratios to the baseline of the same invocation.
     pub vs_baseline: QueueRatios,
@@ -206,8 +291,20 @@ pub struct QueueRatios {
     pub claim_p99_over_rtt_p50: f64,
     /// `claim p50 / one-thread loopback RTT p50` (the kernel floor, no wake-ups).
     pub claim_p50_over_rtt_same_thread_p50: f64,
-    /// `claim p50 / fsync p50` (meaningful under `--claim-ack forced`).
+    /// `claim p50 / fsync p50` (meaningful for durable claims).
     pub claim_p50_over_fsync_p50: f64,
+}
+
+impl QueueRatios {
+    /// The claim latency of a run against the baseline.
+    pub fn of(claim: &Percentiles, baseline: &crate::baseline::Baseline) -> Self {
+        Self {
+            claim_p50_over_rtt_p50: claim.p50 / baseline.rtt_us_p50,
+            claim_p99_over_rtt_p50: claim.p99 / baseline.rtt_us_p50,
+            claim_p50_over_rtt_same_thread_p50: claim.p50 / baseline.rtt_same_thread_us_p50,
+            claim_p50_over_fsync_p50: claim.p50 / baseline.fsync_us_p50,
+        }
+    }
 }
 
 /// The sweep: every combination of the lists, in order.
@@ -235,94 +332,28 @@ pub fn sweep(
 
 /// A short label of a run, for the progress bar and plots.
 pub fn label(config: &QueueRunConfig) -> String {
+    let variant = match config.system {
+        System::Booblik => format!(
+            " {} {}",
+            config.pick.name(),
+            if config.claim_ack == Ack::Forced {
+                "forced"
+            } else {
+                "written"
+            }
+        ),
+        System::Peer(_) => String::new(),
+    };
     format!(
-        "queue {}w {} {}{}{}",
+        "queue {} {}w{variant} {}{} #{}",
+        config.system.name(),
         config.workers,
-        config.pick.name(),
         config.arrival.name(),
-        if config.chaos.is_some() { " chaos" } else { "" },
-        if config.claim_ack == Ack::Forced {
-            " forced"
-        } else {
-            ""
-        }
+        config
+            .chaos
+            .map_or(String::new(), |c| format!(" {}", c.mode.name())),
+        config.repetition + 1,
     )
 }
 
-/// The queue results as two markdown tables: latency, then work.
-pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
-    let name = |r: &QueueRun| {
-        format!(
-            "{} | {} | {} | {} | {}",
-            r.workers,
-            r.pick.name(),
-            r.arrival.name(),
-            r.claim_ack.name(),
-            if r.chaos { "yes" } else { "no" }
-        )
-    };
-    let mut out = String::from(
-        "Claim latency (append issued → verdict known by the worker's follower), µs:\n\n\
-         | workers | pick | arrival | ack | chaos | p50 | p90 | p99 | p99.9 | max | p50 ÷ RTT | p50 ÷ one-thread RTT | p99 ÷ RTT | enqueue → won p50 | enqueue → won p99 |\n\
-         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for r in runs {
-        let l = r.claim_latency_us;
-        let _ = writeln!(
-            out,
-            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
-            name(r),
-            l.p50,
-            l.p90,
-            l.p99,
-            l.p999,
-            l.max,
-            r.vs_baseline.claim_p50_over_rtt_p50,
-            r.vs_baseline.claim_p50_over_rtt_same_thread_p50,
-            r.vs_baseline.claim_p99_over_rtt_p50,
-            r.enqueue_to_claim_us.p50,
-            r.enqueue_to_claim_us.p99,
-        );
-    }
-    out.push_str(
-        "\nWork (from the verifier over both logs):\n\n\
-         | workers | pick | arrival | ack | chaos | tasks | completed | never | dead | attempts | wins | lost | lost % | lost % deep backlog | attempts/task | dup. exec. | expired | fenced | dup. effects | violations | killed | tasks/s | ceiling | % of ceiling | CPU s |\n\
-         |---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for r in runs {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} |",
-            name(r),
-            r.tasks_total,
-            r.tasks_completed,
-            r.tasks_never_completed,
-            r.dead_lettered,
-            r.attempts,
-            r.wins,
-            r.lost_races,
-            r.lost_race_pct,
-            r.lost_race_pct_deep_backlog
-                .map_or_else(|| "—".to_owned(), |p| format!("{p:.2}")),
-            r.attempts_per_task,
-            r.duplicate_executions,
-            r.expired_leases,
-            r.fenced_dones,
-            r.duplicate_effects,
-            r.violations,
-            r.workers_killed,
-            r.tasks_per_s,
-            r.ceiling_tasks_per_s,
-            100.0 * r.tasks_per_s / r.ceiling_tasks_per_s.max(f64::MIN_POSITIVE),
-            r.process_cpu_s,
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nLoopback RTT p50 (baseline): {:.1} µs (one thread: {:.1} µs); fsync p50: {:.0} µs. \
-         Ceiling = workers × 1000 / (work_ms + 2 × claim p50 ms), capped by the arrival rate for a trickle. \
-         \"Deep backlog\": claims appended while at least 2 × workers tasks had never been claimed.",
-        baseline.rtt_us_p50, baseline.rtt_same_thread_us_p50, baseline.fsync_us_p50
-    );
-    out
-}
+pub use report::markdown;

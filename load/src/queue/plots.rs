@@ -1,41 +1,79 @@
 //! SVG plots of the queue runs (plotters, SVG backend):
 //!
-//! * `claim-latency-<arrival>.svg` — the cumulative distribution of claim latency for each
-//!   workers × pick combination (runs without chaos, claims acked `written`), latency on a log
-//!   axis so the median and the tail both show;
-//! * `attempts-per-task.svg` — for each of those runs (backlog), the share of tasks that needed
-//!   1, 2, 3, … claims.
+//! * `claim-latency-<workers>w-<arrival>[-<chaos>]-<work>ms.svg` — one plot per scenario: the
+//!   cumulative distribution of claim latency of booblik and of every peer in that scenario,
+//!   latency on a log axis so the median and the tail both show. With repetitions, each system's
+//!   curve is its repetition with the median claim p50;
+//! * `attempts-per-task.svg` — for booblik's backlog runs without chaos (first repetition, each
+//!   pick and ack), the share of tasks that needed 1, 2, 3, … claims.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 use plotters::prelude::*;
 
+use super::report::{Scenario, median, variant};
 use super::run::QueueOutcome;
 use super::{Arrival, QueueRun};
-use crate::ack::Ack;
 
 /// Pixels of every plot.
 const SIZE: (u32, u32) = (960, 600);
 /// Series colours, in run order.
-const COLOURS: [RGBColor; 6] = [
+const COLOURS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
 ];
 
 fn series_name(run: &QueueRun) -> String {
-    format!("{} workers, pick {}", run.workers, run.pick.name())
+    match run.pick {
+        Some(pick) => format!("{} workers, pick {}", run.workers, pick.name()),
+        None => run.system.to_owned(),
+    }
 }
 
-/// The runs a plot compares: no chaos, claims acked `written`, the given arrival.
-fn comparable(outcomes: &[QueueOutcome], arrival: Arrival) -> Vec<&QueueOutcome> {
-    outcomes
-        .iter()
-        .filter(|o| !o.run.chaos && o.run.claim_ack == Ack::Written && o.run.arrival == arrival)
+fn file_name(scenario: &Scenario) -> String {
+    format!(
+        "claim-latency-{}w-{}{}-{}ms.svg",
+        scenario.workers,
+        scenario.arrival.name(),
+        scenario
+            .chaos
+            .map_or(String::new(), |c| format!("-{}", c.name())),
+        scenario.work_ms
+    )
+}
+
+/// Per variant of `scenario`, the repetition with the median claim p50.
+fn representatives(outcomes: &[QueueOutcome], scenario: Scenario) -> Vec<(String, &QueueOutcome)> {
+    let mut variants: Vec<String> = Vec::new();
+    for o in outcomes.iter().filter(|o| Scenario::of(&o.run) == scenario) {
+        let v = variant(&o.run);
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    variants
+        .into_iter()
+        .filter_map(|v| {
+            let runs: Vec<&QueueOutcome> = outcomes
+                .iter()
+                .filter(|o| Scenario::of(&o.run) == scenario && variant(&o.run) == v)
+                .collect();
+            let p50s: Vec<f64> = runs.iter().map(|o| o.run.claim_latency_us.p50).collect();
+            let mid = median(&p50s);
+            let closest = runs.into_iter().min_by(|a, b| {
+                (a.run.claim_latency_us.p50 - mid)
+                    .abs()
+                    .total_cmp(&(b.run.claim_latency_us.p50 - mid).abs())
+            })?;
+            Some((v, closest))
+        })
         .collect()
 }
 
@@ -43,16 +81,31 @@ fn comparable(outcomes: &[QueueOutcome], arrival: Arrival) -> Vec<&QueueOutcome>
 pub fn write_all(outcomes: &[QueueOutcome], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
-    for arrival in [Arrival::Backlog, Arrival::Trickle] {
-        let runs = comparable(outcomes, arrival);
-        if runs.is_empty() {
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for o in outcomes {
+        let scenario = Scenario::of(&o.run);
+        if !scenarios.contains(&scenario) {
+            scenarios.push(scenario);
+        }
+    }
+    for scenario in scenarios {
+        let series = representatives(outcomes, scenario);
+        if series.is_empty() {
             continue;
         }
-        let path = dir.join(format!("claim-latency-{}.svg", arrival.name()));
-        claim_latency_cdf(&runs, arrival, &path)?;
+        let path = dir.join(file_name(&scenario));
+        claim_latency_cdf(&series, &scenario, &path)?;
         written.push(path);
     }
-    let backlog = comparable(outcomes, Arrival::Backlog);
+    let backlog: Vec<&QueueOutcome> = outcomes
+        .iter()
+        .filter(|o| {
+            o.run.system == "booblik"
+                && o.run.chaos.is_none()
+                && o.run.arrival == Arrival::Backlog
+                && o.run.repetition == 0
+        })
+        .collect();
     if !backlog.is_empty() {
         let path = dir.join("attempts-per-task.svg");
         attempts_per_task(&backlog, &path)?;
@@ -61,10 +114,14 @@ pub fn write_all(outcomes: &[QueueOutcome], dir: &Path) -> anyhow::Result<Vec<Pa
     Ok(written)
 }
 
-fn claim_latency_cdf(runs: &[&QueueOutcome], arrival: Arrival, path: &Path) -> anyhow::Result<()> {
-    let curves: Vec<(String, Vec<(f64, f64)>)> = runs
+fn claim_latency_cdf(
+    series: &[(String, &QueueOutcome)],
+    scenario: &Scenario,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let curves: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|o| (series_name(&o.run), o.claim_latency.cdf_us()))
+        .map(|(name, o)| (name.clone(), o.claim_latency.cdf_us()))
         .filter(|(_, points)| !points.is_empty())
         .collect();
     let min_us = curves
@@ -81,7 +138,7 @@ fn claim_latency_cdf(runs: &[&QueueOutcome], arrival: Arrival, path: &Path) -> a
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("Claim latency, {} (append → verdict known)", arrival.name()),
+            format!("Claim latency, {} (claim issued → won)", scenario.title()),
             ("sans-serif", 22),
         )
         .margin(16)
@@ -164,7 +221,7 @@ fn attempts_per_task(runs: &[&QueueOutcome], path: &Path) -> anyhow::Result<()> 
                     }),
             )
             .map_err(|e| anyhow!("{e}"))?
-            .label(series_name(&outcome.run))
+            .label(format!("{} ({})", series_name(&outcome.run), variant(&outcome.run)))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], colour.filled()));
     }
     chart

@@ -8,25 +8,29 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
+use futures::FutureExt;
 use booblik_client::{Client, ConnectionConfig};
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::state::{Event, QueueConfig};
 use booblik_samples::queue::verify::{TraceStep, VerifyConfig, Violation, replay, verify};
 use booblik_samples::queue::worker::{
-    Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, wall_clock_ms,
+    Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, result_of,
+    wall_clock_ms,
 };
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
 
-use super::chaos::ChaosPlan;
+use super::chaos::{ChaosPlan, Stalls};
+use super::effects::Effects;
 use super::observer::Observer;
 use super::tally::Tally;
-use super::{Arrival, QueueRatios, QueueRun, QueueRunConfig, arrival};
+use super::thread::{Joined, WorkerThread};
+use super::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig, arrival};
 use crate::baseline::Baseline;
 use crate::broker_host::{BrokerHost, BrokerSpec};
 use crate::cpu;
@@ -50,13 +54,14 @@ pub const CLAIMS_TOPIC: &str = "claims";
 const CHECK_EVERY: Duration = Duration::from_millis(10);
 /// "Deep backlog": at least this many never-claimed tasks per worker remain.
 const DEEP_BACKLOG_TASKS_PER_WORKER: usize = 2;
-/// How long workers get to stop after the shutdown signal before they are aborted.
-const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
+/// How long workers get to stop after the shutdown signal before they are abandoned.
+pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
 
-/// A started worker: its run task and whether the monkey killed it.
+/// A started worker: its thread, whether the monkey killed it, and its stall switch.
 struct Slot {
-    run: JoinHandle<anyhow::Result<WorkerStats>>,
+    thread: WorkerThread<WorkerStats>,
     killed: bool,
+    stall: Arc<AtomicBool>,
 }
 
 /// Runs one configuration against a fresh broker (or `--broker`).
@@ -76,6 +81,8 @@ async fn conduct(
     baseline: &Baseline,
 ) -> anyhow::Result<QueueOutcome> {
     let queue = QueueConfig::default();
+    let effects = Effects::fencing();
+    let stalls = Stalls::new(config.lease_ms);
     let admin = Client::connect(host.addr(), ConnectionConfig::default()).await?;
     let observer = Observer::start(&admin, CLAIMS_TOPIC, queue).await?;
     let worker_config = || WorkerConfig {
@@ -114,17 +121,21 @@ async fn conduct(
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut slots = Vec::with_capacity(config.workers);
+    let new_slot = |slot: usize| {
+        let stall = Arc::new(AtomicBool::new(false));
+        let work = booblik_work(config.work_ms, Arc::clone(&stall), &stalls, &effects);
+        start_worker(
+            host.addr(),
+            worker_config(),
+            slot,
+            events_tx.clone(),
+            shutdown_rx.clone(),
+            work,
+            stall,
+        )
+    };
     for slot in 0..config.workers {
-        slots.push(
-            start_worker(
-                host.addr(),
-                worker_config(),
-                slot,
-                events_tx.clone(),
-                shutdown_rx.clone(),
-            )
-            .await?,
-        );
+        slots.push(new_slot(slot).await?);
     }
     let cpu_before = cpu::process_cpu_seconds();
     let started = Instant::now();
@@ -132,7 +143,8 @@ async fn conduct(
         enqueuer = Some(tokio::spawn(enqueue(Some(config.trickle_per_s))));
     }
     let deadline = started + Duration::from_millis(config.max_run_ms);
-    let mut tally = Tally::default();
+    let mut tally = Tally::new(config.warmup_claims_per_worker);
+    let mut stalled_slots = Vec::new();
     let mut chaos = config.chaos.map(|c| ChaosPlan::new(c, config.workers));
     let mut replaced = 0u64;
     let mut check = tokio::time::interval(CHECK_EVERY);
@@ -144,7 +156,12 @@ async fn conduct(
             _ = check.tick() => {
                 let now = Instant::now();
                 let (finished, last_at) = observer.finished_among(&submitted);
-                if submitted.len() == config.tasks && finished == config.tasks {
+                // A stalled worker must get to commit its late effect and its done before the
+                // run ends, or the stall would measure nothing.
+                let working = tally.working_slots();
+                let stalled_busy = !stalls.all_ended()
+                    || stalled_slots.iter().any(|s| working.contains(s));
+                if submitted.len() == config.tasks && finished == config.tasks && !stalled_busy {
                     break last_at.unwrap_or(now);
                 }
                 if now >= deadline {
@@ -154,28 +171,28 @@ async fn conduct(
                 if let Some(reason) = observer.failure() {
                     bail!("{reason}");
                 }
-                if let Some(slot) = slots.iter().position(|s| !s.killed && s.run.is_finished()) {
-                    let outcome = (&mut slots[slot].run).await;
+                if let Some(slot) = slots.iter().position(|s| !s.killed && s.thread.is_finished()) {
+                    let outcome = slots.swap_remove(slot).thread.join(SHUTDOWN_LIMIT).await;
                     bail!("worker {slot} stopped during the run: {outcome:?}");
                 }
                 if let Some(plan) = &mut chaos {
-                    for victim in plan.victims(finished, config.tasks, &tally.working_slots()) {
-                        slots[victim].run.abort();
-                        slots[victim].killed = true;
-                        tally.forget(victim);
-                        tracing::info!(slot = victim, "chaos: worker killed mid-task");
+                    for victim in plan.victims(finished, config.tasks, &working) {
+                        match plan.mode() {
+                            ChaosMode::Crash => {
+                                slots[victim].thread.kill();
+                                slots[victim].killed = true;
+                                tally.forget(victim);
+                                tracing::info!(slot = victim, "chaos: worker killed mid-task");
+                            }
+                            ChaosMode::Stall => {
+                                slots[victim].stall.store(true, Ordering::SeqCst);
+                                stalled_slots.push(victim);
+                                tracing::info!(slot = victim, "chaos: worker to freeze mid-task");
+                            }
+                        }
                         if plan.replaces() {
                             let slot = slots.len();
-                            slots.push(
-                                start_worker(
-                                    host.addr(),
-                                    worker_config(),
-                                    slot,
-                                    events_tx.clone(),
-                                    shutdown_rx.clone(),
-                                )
-                                .await?,
-                            );
+                            slots.push(new_slot(slot).await?);
                             replaced += 1;
                         }
                     }
@@ -195,10 +212,12 @@ async fn conduct(
         if slot.killed {
             continue;
         }
-        match tokio::time::timeout(SHUTDOWN_LIMIT, slot.run).await {
-            Ok(Ok(Ok(stats))) => events_dropped += stats.events_dropped,
-            Ok(outcome) => tracing::warn!(worker = index, ?outcome, "worker ended badly"),
-            Err(_) => tracing::warn!(worker = index, "worker did not stop in time"),
+        match slot.thread.join(SHUTDOWN_LIMIT).await {
+            Joined::Returned(Ok(stats)) => events_dropped += stats.events_dropped,
+            Joined::Returned(Err(error)) => {
+                tracing::warn!(worker = index, %error, "worker ended badly");
+            }
+            Joined::TimedOut => tracing::warn!(worker = index, "worker did not stop in time"),
         }
     }
     if let Some(enqueuer) = enqueuer {
@@ -267,21 +286,28 @@ async fn conduct(
         }
     };
     let tasks_total = summary.tasks;
+    let effect_counts = effects.counts();
     let run = QueueRun {
+        system: config.system.name(),
+        repetition: config.repetition,
         workers: config.workers,
-        pick: config.pick,
+        pool: 1,
+        pick: Some(config.pick),
         arrival: config.arrival,
-        claim_ack: config.claim_ack,
-        chaos: config.chaos.is_some(),
+        claim_ack: Some(config.claim_ack),
+        chaos: config.chaos.map(|c| c.mode),
         work_ms: config.work_ms,
         lease_ms: config.lease_ms,
         arrival_per_s,
         claim_latency_us,
+        claim_latency_samples: tally.claim_latency.count(),
+        warmup_claims_discarded: tally.warmup_discarded,
         enqueue_to_claim_us,
         attempts: summary.claims,
         wins: summary.wins,
         lost_races: summary.lost_races,
         lost_race_pct: 100.0 * summary.lost_races as f64 / (summary.claims.max(1)) as f64,
+        empty_claims: None,
         deep_backlog_claims: deep.map(|d| d.claims),
         lost_race_pct_deep_backlog: deep.map(|d| 100.0 * d.lost as f64 / d.claims.max(1) as f64),
         attempts_per_task: summary.claims as f64 / tasks_total.max(1) as f64,
@@ -289,25 +315,26 @@ async fn conduct(
         duplicate_executions: summary.duplicate_executions,
         expired_leases: summary.expired_leases,
         fenced_dones: summary.fenced_dones,
-        duplicate_effects: summary.duplicate_effects,
+        duplicate_dones: summary.duplicate_effects,
+        effects_committed: effect_counts.committed,
+        duplicate_effects: effect_counts.duplicates,
+        refused_effects: effect_counts.refused,
         tasks_total,
         tasks_completed: summary.completed,
         tasks_never_completed: summary.never_completed,
         dead_lettered: summary.dead_lettered,
         violations,
-        workers_killed: chaos.as_ref().map_or(0, |c| c.killed() as u64),
+        workers_killed: chaos
+            .as_ref()
+            .filter(|c| c.mode() == ChaosMode::Crash)
+            .map_or(0, |c| c.killed() as u64),
+        workers_stalled: stalls.started(),
         workers_replaced: replaced,
         tasks_per_s: summary.completed as f64 / elapsed_s.max(f64::MIN_POSITIVE),
         ceiling_tasks_per_s,
         elapsed_s,
         process_cpu_s,
-        vs_baseline: QueueRatios {
-            claim_p50_over_rtt_p50: claim_latency_us.p50 / baseline.rtt_us_p50,
-            claim_p99_over_rtt_p50: claim_latency_us.p99 / baseline.rtt_us_p50,
-            claim_p50_over_rtt_same_thread_p50: claim_latency_us.p50
-                / baseline.rtt_same_thread_us_p50,
-            claim_p50_over_fsync_p50: claim_latency_us.p50 / baseline.fsync_us_p50,
-        },
+        vs_baseline: QueueRatios::of(&claim_latency_us, baseline),
     };
     Ok(QueueOutcome {
         run,
@@ -315,36 +342,71 @@ async fn conduct(
     })
 }
 
-/// Connects a client, starts a worker with its events forwarded as `(slot, event)`, and runs it
-/// until `shutdown` turns true.
+/// The work of a booblik worker: fence the sink with the lease's token, sleep `work_ms`, freeze
+/// if the chaos monkey asked for it, commit the effect under the token, return the result.
+fn booblik_work(work_ms: u64, stall: Arc<AtomicBool>, stalls: &Stalls, effects: &Effects) -> WorkFn {
+    let stalls = stalls.clone();
+    let effects = effects.clone();
+    Arc::new(move |assignment: Assignment| {
+        let (stall, stalls, effects) = (Arc::clone(&stall), stalls.clone(), effects.clone());
+        async move {
+            effects.fence(assignment.task_id, assignment.token);
+            tokio::time::sleep(Duration::from_millis(work_ms)).await;
+            let result = result_of(&assignment.payload);
+            stalls.freeze_if_asked(&stall);
+            effects.commit(assignment.task_id, assignment.token, result.clone());
+            result
+        }
+        .boxed()
+    })
+}
+
+/// Starts a worker on its own thread (see [`super::thread`]): connects a client, starts the
+/// worker with its events forwarded as `(slot, event)`, and runs it until `shutdown` turns
+/// true or the thread is killed. Returns once the worker has started.
 async fn start_worker(
     addr: &str,
     config: WorkerConfig,
     slot: usize,
     events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
     mut shutdown: watch::Receiver<bool>,
+    work: WorkFn,
+    stall: Arc<AtomicBool>,
 ) -> anyhow::Result<Slot> {
-    let client = Client::connect(addr, ConnectionConfig::default()).await?;
-    let mut worker = Worker::start(client, config).await?;
-    let mut events = worker.events().context("a new worker's events")?;
-    tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            if events_out.send((slot, event)).is_err() {
-                break;
+    let addr = addr.to_owned();
+    let (started_tx, started_rx) = oneshot::channel();
+    let thread = WorkerThread::spawn(format!("booblik-w{slot}"), move |kill| async move {
+        let client = Client::connect(&addr, ConnectionConfig::default()).await?;
+        let mut worker = Worker::start_with_work(client, config, work).await?;
+        let mut events = worker.events().context("a new worker's events")?;
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                if events_out.send((slot, event)).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    // The run task owns the worker: aborting it drops the worker, which stops its followers —
-    // a crash, as far as the other workers can tell.
-    let worker = Arc::new(worker);
-    let run = tokio::spawn(async move {
-        worker
-            .run(async move {
+        });
+        let _ = started_tx.send(());
+        // A kill returns at once and drops the worker, its followers and (with the runtime)
+        // its connections — a crash, as far as the other workers can tell.
+        tokio::select! {
+            outcome = worker.run(async move {
                 let _ = shutdown.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
-    Ok(Slot { run, killed: false })
+            }) => outcome,
+            _ = kill => Err(anyhow!("killed")),
+        }
+    })?;
+    if started_rx.await.is_err() {
+        return Err(match thread.join(SHUTDOWN_LIMIT).await {
+            Joined::Returned(Err(error)) => error.context(format!("worker {slot} did not start")),
+            other => anyhow!("worker {slot} did not start: {other:?}"),
+        });
+    }
+    Ok(Slot {
+        thread,
+        killed: false,
+        stall,
+    })
 }
 
 /// Claims appended while the backlog was deep, and how many of them lost.

@@ -24,15 +24,28 @@ pub struct Tally {
     pub verdicts_won: u64,
     /// Verdicts that lost.
     pub verdicts_lost: u64,
+    /// Claim latencies left out as each worker's warm-up.
+    pub warmup_discarded: u64,
+    warmup_claims_per_worker: u64,
+    claims_per_slot: Vec<u64>,
     first_win: HashMap<Uuid, Instant>,
     working: Vec<Option<(Uuid, i64)>>,
 }
 
 impl Tally {
+    /// A tally that leaves each worker's first `warmup_claims_per_worker` claim latencies out.
+    pub fn new(warmup_claims_per_worker: u64) -> Self {
+        Self {
+            warmup_claims_per_worker,
+            ..Self::default()
+        }
+    }
+
     /// Applies one event of worker `slot`, received at `at`.
     pub fn apply(&mut self, slot: usize, event: &WorkerEvent, at: Instant) {
         if self.working.len() <= slot {
             self.working.resize(slot + 1, None);
+            self.claims_per_slot.resize(slot + 1, 0);
         }
         match event {
             WorkerEvent::VerdictKnown {
@@ -41,7 +54,12 @@ impl Tally {
                 claim_latency,
                 ..
             } => {
-                self.claim_latency.record(*claim_latency);
+                self.claims_per_slot[slot] += 1;
+                if self.claims_per_slot[slot] > self.warmup_claims_per_worker {
+                    self.claim_latency.record(*claim_latency);
+                } else {
+                    self.warmup_discarded += 1;
+                }
                 if *won {
                     self.verdicts_won += 1;
                     self.first_win.entry(*task_id).or_insert(at);

@@ -12,12 +12,14 @@
 //! | [`stats_http`] | `GET /stats` (and any extra routes) over HTTP, plus a periodic stats log line |
 //! | [`embedded_broker`] | a broker in the same process, for the demo and the tests |
 //! | [`example`] | `--broker host:port`, or an embedded broker: how every example in `examples/` starts |
+//! | [`nats_cluster`] | a local NATS JetStream cluster from an installed `nats-server` |
 
 pub mod cli;
 pub mod clock;
 pub mod embedded_broker;
 pub mod example;
 pub mod logging;
+pub mod nats_cluster;
 pub mod pacer;
 pub mod per_partition;
 pub mod retry;
