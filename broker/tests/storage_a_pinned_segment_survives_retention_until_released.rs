@@ -50,6 +50,14 @@ async fn a_segment_read_during_retention_stays_readable_until_its_slice_is_dropp
         assert_eq!(payloads[4], payload(4, 100).as_slice());
 
         drop(pinned);
+        // Dropped on a runtime thread, so the unlink runs on the blocking pool: wait for it,
+        // bounded (10 s in steps of 1 ms).
+        for _ in 0..10_000 {
+            if dir_names().len() == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         assert_eq!(dir_names(), ["00000000000000000010.log"], "{mode:?}");
         storage.close().unwrap();
     }
