@@ -35,9 +35,10 @@ async fn pipelined_forced_produces_on_one_connection_share_fsyncs() {
     .produce();
     let fsyncs_before = partition.stats().fsyncs;
 
-    // Hold the fsyncs so that the batches meet in the writer's queue whatever the timing: the
-    // first is written and waits for its fsync, and the session must get the other fifteen
-    // there meanwhile.
+    // Hold the fsyncs: the writer writes the group it took and waits in its fsync, and the
+    // session must get every other batch into the writer's queue meanwhile. Each batch is then
+    // either written (visible, waiting for the held fsync) or queued (its slot is returned once
+    // it is written), whatever the timing.
     let pause = disk.stall_fsyncs();
     let mut bytes = Vec::new();
     for id in 1..=PIPELINED as i32 {
@@ -47,14 +48,16 @@ async fn pipelined_forced_produces_on_one_connection_share_fsyncs() {
     conn.send_raw(&bytes).await;
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     loop {
-        let queued = partition.stats().queued_appends;
-        if queued == PIPELINED {
+        let written = (partition.high_watermark() - 1) as usize;
+        let reached = written + partition.stats().queued_appends;
+        if reached == PIPELINED {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "only {queued} of {PIPELINED} pipelined FORCED batches reached the writer's queue: \
-             the session waits for each fsync before applying the next request"
+            "only {reached} of {PIPELINED} pipelined FORCED batches reached the writer \
+             ({written} written, the rest queued): the session waits for each fsync before \
+             applying the next request"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
