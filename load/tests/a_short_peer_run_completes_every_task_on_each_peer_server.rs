@@ -48,7 +48,13 @@ fn a_short_peer_run_completes_every_task_on_each_peer_server() {
         .collect();
     assert_eq!(
         systems,
-        ["booblik", "redis", "redis-fsync", "postgres", "postgres-async"]
+        [
+            "booblik",
+            "redis",
+            "redis-fsync",
+            "postgres",
+            "postgres-async"
+        ]
     );
     for run in runs {
         let system = run["system"].as_str().unwrap();
@@ -57,7 +63,10 @@ fn a_short_peer_run_completes_every_task_on_each_peer_server() {
         assert_eq!(integer(run, "pool"), 1, "{system}");
         assert_eq!(integer(run, "repetition"), 0, "{system}");
         assert!(run["chaos"].is_null(), "{system}: chaos = {}", run["chaos"]);
-        assert!(run.get("claim_ack").is_some(), "{system}: claim_ack is kept");
+        assert!(
+            run.get("claim_ack").is_some(),
+            "{system}: claim_ack is kept"
+        );
         assert_eq!(integer(run, "tasks_total"), TASKS, "{system}");
         assert_eq!(integer(run, "tasks_completed"), TASKS, "{system}");
         assert_eq!(integer(run, "tasks_never_completed"), 0, "{system}");

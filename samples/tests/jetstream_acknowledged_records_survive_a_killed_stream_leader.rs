@@ -100,7 +100,7 @@ async fn every_acknowledged_record_is_read_after_the_stream_leader_is_killed() {
     }
 
     // The follower read through the failover without a skip.
-    let followed = tokio::time::timeout(Duration::from_secs(60), follower)
+    let followed = tokio::time::timeout(Duration::from_mins(1), follower)
         .await
         .expect("the follower catches up")
         .unwrap();

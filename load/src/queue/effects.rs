@@ -101,7 +101,10 @@ mod tests {
         assert!(!effects.commit(task, 3, b"late".to_vec()));
         assert!(effects.commit(task, 7, b"new".to_vec()));
         let counts = effects.counts();
-        assert_eq!((counts.committed, counts.duplicates, counts.refused), (1, 0, 1));
+        assert_eq!(
+            (counts.committed, counts.duplicates, counts.refused),
+            (1, 0, 1)
+        );
     }
 
     #[test]
@@ -112,6 +115,9 @@ mod tests {
         assert!(effects.commit(task, 7, b"new".to_vec()));
         assert!(effects.commit(task, 3, b"late".to_vec()));
         let counts = effects.counts();
-        assert_eq!((counts.committed, counts.duplicates, counts.refused), (2, 1, 0));
+        assert_eq!(
+            (counts.committed, counts.duplicates, counts.refused),
+            (2, 1, 0)
+        );
     }
 }

@@ -34,10 +34,10 @@ pub mod run;
 pub mod tally;
 pub mod thread;
 
-use booblik_samples::queue::pick::Pick;
-use serde::Serialize;
 use crate::ack::Ack;
 use crate::latency::Percentiles;
+use booblik_samples::queue::pick::Pick;
+use serde::Serialize;
 
 /// How tasks arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]

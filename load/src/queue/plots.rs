@@ -221,7 +221,11 @@ fn attempts_per_task(runs: &[&QueueOutcome], path: &Path) -> anyhow::Result<()> 
                     }),
             )
             .map_err(|e| anyhow!("{e}"))?
-            .label(format!("{} ({})", series_name(&outcome.run), variant(&outcome.run)))
+            .label(format!(
+                "{} ({})",
+                series_name(&outcome.run),
+                variant(&outcome.run)
+            ))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], colour.filled()));
     }
     chart

@@ -90,13 +90,15 @@ impl Spread {
     }
 
     fn show(&self, decimals: usize) -> String {
-        if self.min == self.max {
+        // A spread that does not show at this precision is not printed.
+        let (min, max) = (
+            format!("{:.*}", decimals, self.min),
+            format!("{:.*}", decimals, self.max),
+        );
+        if min == max {
             format!("{:.*}", decimals, self.median)
         } else {
-            format!(
-                "{:.*} ({:.*}–{:.*})",
-                decimals, self.median, decimals, self.min, decimals, self.max
-            )
+            format!("{:.*} ({min}–{max})", decimals, self.median)
         }
     }
 }
@@ -133,9 +135,8 @@ pub struct Summary {
 }
 
 fn summarise(variant: String, runs: &[&QueueRun]) -> Summary {
-    let figure = |f: &dyn Fn(&QueueRun) -> f64| {
-        Spread::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>())
-    };
+    let figure =
+        |f: &dyn Fn(&QueueRun) -> f64| Spread::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>());
     Summary {
         durable_peer: runs.iter().all(|r| {
             super::peers::Peer::from_name(r.system).is_some_and(super::peers::Peer::durable)
@@ -198,7 +199,9 @@ pub fn summaries(runs: &[&QueueRun]) -> Vec<(Scenario, Vec<Summary>)> {
 
 fn ratio(value: f64, reference: Option<f64>) -> String {
     match reference {
-        Some(reference) if reference > 0.0 && value.is_finite() => format!("{:.2}", value / reference),
+        Some(reference) if reference > 0.0 && value.is_finite() => {
+            format!("{:.2}", value / reference)
+        }
         _ => "—".to_owned(),
     }
 }
@@ -323,7 +326,8 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
             r.lost_race_pct,
             r.lost_race_pct_deep_backlog
                 .map_or_else(|| "—".to_owned(), |p| format!("{p:.2}")),
-            r.empty_claims.map_or_else(|| "—".to_owned(), |n| n.to_string()),
+            r.empty_claims
+                .map_or_else(|| "—".to_owned(), |n| n.to_string()),
             r.duplicate_executions,
             r.expired_leases,
             r.fenced_dones,

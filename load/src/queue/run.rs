@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use futures::FutureExt;
 use booblik_client::{Client, ConnectionConfig};
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::state::{Event, QueueConfig};
@@ -21,6 +20,7 @@ use booblik_samples::queue::worker::{
     Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, result_of,
     wall_clock_ms,
 };
+use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
@@ -344,7 +344,12 @@ async fn conduct(
 
 /// The work of a booblik worker: fence the sink with the lease's token, sleep `work_ms`, freeze
 /// if the chaos monkey asked for it, commit the effect under the token, return the result.
-fn booblik_work(work_ms: u64, stall: Arc<AtomicBool>, stalls: &Stalls, effects: &Effects) -> WorkFn {
+fn booblik_work(
+    work_ms: u64,
+    stall: Arc<AtomicBool>,
+    stalls: &Stalls,
+    effects: &Effects,
+) -> WorkFn {
     let stalls = stalls.clone();
     let effects = effects.clone();
     Arc::new(move |assignment: Assignment| {

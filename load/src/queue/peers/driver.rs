@@ -167,7 +167,7 @@ impl Submitter {
 }
 
 /// What a peer worker reports.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum PeerEvent {
     Won {
         task_id: Uuid,

@@ -144,7 +144,10 @@ impl Submitter {
             .await
             .context("counting the jobs")?;
         let (done, dead, all): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-        anyhow::ensure!(all as u64 == tasks, "the table holds {all} rows, not {tasks}");
+        anyhow::ensure!(
+            all as u64 == tasks,
+            "the table holds {all} rows, not {tasks}"
+        );
         Ok((done as u64, dead as u64))
     }
 }
@@ -226,7 +229,10 @@ impl Consumer {
     pub async fn claim(&mut self) -> anyhow::Result<ClaimOutcome> {
         let row = self
             .client
-            .query_opt(&self.claim, &[&self.worker, &self.lease_s, &self.max_attempts])
+            .query_opt(
+                &self.claim,
+                &[&self.worker, &self.lease_s, &self.max_attempts],
+            )
             .await
             .context("claim")?;
         let Some(row) = row else {
@@ -251,11 +257,8 @@ impl Consumer {
     /// Waits for a notification of a new task, at most `IDLE_WAIT_MS` (lapsed leases notify
     /// nobody).
     pub async fn wait_for_work(&mut self) {
-        let _ = tokio::time::timeout(
-            Duration::from_millis(IDLE_WAIT_MS),
-            self.notified.recv(),
-        )
-        .await;
+        let _ =
+            tokio::time::timeout(Duration::from_millis(IDLE_WAIT_MS), self.notified.recv()).await;
         // One claim serves every notification that arrived meanwhile: the next claims find
         // any further rows before the worker waits again.
         while self.notified.try_recv().is_ok() {}

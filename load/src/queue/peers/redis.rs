@@ -164,7 +164,10 @@ impl Submitter {
             .query_async(&mut self.conn)
             .await
             .context("XLEN")?;
-        anyhow::ensure!(length == tasks, "the stream holds {length} entries, not {tasks}");
+        anyhow::ensure!(
+            length == tasks,
+            "the stream holds {length} entries, not {tasks}"
+        );
         Ok((tasks.saturating_sub(pending.0).saturating_sub(dead), dead))
     }
 }

@@ -18,7 +18,7 @@ pub const SERVER_START_LIMIT: Duration = Duration::from_secs(30);
 /// Longest wait for a server to exit after its stop signal, before it is killed.
 pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(10);
 /// Longest wait for `initdb`.
-const INITDB_LIMIT: Duration = Duration::from_secs(120);
+const INITDB_LIMIT: Duration = Duration::from_mins(2);
 /// The user PostgreSQL runs as when the harness is root.
 const UNPRIVILEGED_USER: &str = "nobody";
 /// Where Debian installs PostgreSQL's server binaries (`/usr/lib/postgresql/<major>/bin`).
@@ -101,7 +101,11 @@ fn log_file(dir: &Path) -> anyhow::Result<(Stdio, Stdio)> {
 
 /// Starts `redis-server` on `port` with a fresh directory; `aof_fsync_always` turns on the
 /// append-only file with an fsync before every reply to a write, else no persistence at all.
-pub fn start_redis(data_parent: &Path, port: u16, aof_fsync_always: bool) -> anyhow::Result<ServerProcess> {
+pub fn start_redis(
+    data_parent: &Path,
+    port: u16,
+    aof_fsync_always: bool,
+) -> anyhow::Result<ServerProcess> {
     let binary = find_binary("redis-server", &[])?;
     let dir = tempfile::Builder::new()
         .prefix("booblik-load-redis-")
@@ -261,5 +265,7 @@ fn user_ids(user: &str) -> anyhow::Result<(u32, u32)> {
                 .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
                 .flatten()
         })
-        .ok_or_else(|| anyhow!("no user {user} in /etc/passwd to run postgres as (it refuses root)"))
+        .ok_or_else(|| {
+            anyhow!("no user {user} in /etc/passwd to run postgres as (it refuses root)")
+        })
 }
