@@ -40,10 +40,7 @@ impl LogEngine for BooblikEngine {
     }
 
     async fn partition_count(&self, topic: &str) -> Result<i32, EngineError> {
-        let whole = PartitionName {
-            topic: topic.to_owned(),
-            partition: -1,
-        };
+        let whole = PartitionName::whole(topic);
         let handle = self
             .client
             .topic(topic)
@@ -243,10 +240,7 @@ impl PartitionLog for BooblikPartition {
 
 /// Sorts a client error into the engine's kinds.
 fn engine_error(name: &PartitionName, error: &ClientError) -> EngineError {
-    let transient = matches!(
-        error,
-        ClientError::Connect { .. } | ClientError::ConnectTimeout { .. }
-    ) || error.is_connection_lost();
+    let transient = crate::support::retry::is_transient(error);
     match error.broker_code() {
         Some(ErrorCode::UnknownTopicOrPartition) => EngineError::Unknown(name.clone()),
         Some(_) => EngineError::Refused {

@@ -80,6 +80,16 @@ pub struct PartitionName {
     pub partition: i32,
 }
 
+impl PartitionName {
+    /// A whole topic (partition -1), for errors about the topic rather than one partition.
+    pub fn whole(topic: &str) -> Self {
+        Self {
+            topic: topic.to_owned(),
+            partition: -1,
+        }
+    }
+}
+
 impl fmt::Display for PartitionName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.topic, self.partition)

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_nats::jetstream::{self, consumer, stream};
+use booblik_samples::engine::JetStreamEngine;
 use booblik_samples::support::nats_cluster::NatsCluster;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -82,26 +83,15 @@ async fn connect(url: &str) -> anyhow::Result<jetstream::Context> {
     Ok(jetstream::new(client))
 }
 
-/// Waits until JetStream answers (the cluster has elected its meta leader).
+/// Waits until JetStream answers (the cluster has elected its meta leader): the samples'
+/// engine's own readiness probe.
 pub async fn wait_ready(url: &str) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + super::server::SERVER_START_LIMIT;
-    let context = connect(url).await?;
-    loop {
-        let probe = tokio::time::timeout(Duration::from_millis(500), async {
-            context.stream_names().next().await.transpose()
-        })
-        .await;
-        match probe {
-            Ok(Ok(_)) => return Ok(()),
-            _ if tokio::time::Instant::now() >= deadline => {
-                anyhow::bail!(
-                    "JetStream at {url} not ready within {:?}",
-                    super::server::SERVER_START_LIMIT
-                )
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
+    let urls: Vec<String> = url.split(',').map(str::to_owned).collect();
+    let engine = JetStreamEngine::connect(&urls).await?;
+    engine
+        .wait_ready(super::server::SERVER_START_LIMIT)
+        .await
+        .with_context(|| format!("JetStream at {url}"))
 }
 
 /// Prepares a run: the work-queue stream, its consumer (`AckWait` = `lease_ms`) and the dead

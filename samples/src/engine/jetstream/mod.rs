@@ -190,10 +190,7 @@ impl LogEngine for JetStreamEngine {
     }
 
     async fn partition_count(&self, topic: &str) -> Result<i32, EngineError> {
-        let whole = PartitionName {
-            topic: topic.to_owned(),
-            partition: -1,
-        };
+        let whole = PartitionName::whole(topic);
         let mut names = self.context.stream_names();
         let mut partitions = Vec::new();
         while let Some(name) = names.next().await {
@@ -489,10 +486,7 @@ fn cursor_name(cursor: &Cursor) -> String {
 }
 
 fn cluster() -> PartitionName {
-    PartitionName {
-        topic: "(cluster)".into(),
-        partition: -1,
-    }
+    PartitionName::whole("(cluster)")
 }
 
 fn refused(name: &PartitionName, error: impl std::fmt::Display) -> EngineError {
