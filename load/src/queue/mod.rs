@@ -246,9 +246,13 @@ pub struct QueueRun {
     pub duplicate_dones: u64,
     /// Effects the run's effect sink took: one per executed task that got to commit.
     pub effects_committed: u64,
-    /// Effects the sink took for a task that already had one (booblik's sink fences by token
-    /// and must show 0; the peers' sink cannot fence).
+    /// Effects the sink took from a displaced holder, under a token lower than one already
+    /// fenced or committed for the task (booblik's sink fences and must show 0; the peers'
+    /// cannot). A re-execution after a crash, under a newer token, is not one (`effects.rs`).
     pub duplicate_effects: u64,
+    /// Effects replaced by a newer holder's under a higher token: re-executions after a crash
+    /// that had committed, at-least-once execution as the receiver sees it. Not duplicates.
+    pub superseded_effects: u64,
     /// Effects (and fences) the fencing sink refused: a displaced holder's late commit.
     pub refused_effects: u64,
     /// Tasks enqueued.

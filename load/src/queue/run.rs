@@ -318,6 +318,7 @@ async fn conduct(
         duplicate_dones: summary.duplicate_effects,
         effects_committed: effect_counts.committed,
         duplicate_effects: effect_counts.duplicates,
+        superseded_effects: effect_counts.superseded,
         refused_effects: effect_counts.refused,
         tasks_total,
         tasks_completed: summary.completed,

@@ -702,6 +702,7 @@ async fn conduct(
             .sum(),
         effects_committed: effect_counts.committed,
         duplicate_effects: effect_counts.duplicates,
+        superseded_effects: effect_counts.superseded,
         refused_effects: effect_counts.refused,
         tasks_total,
         tasks_completed: completed,
