@@ -67,6 +67,10 @@ pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
 /// Share of the lease, in percent, that the worker gives up at the end of every lease: its local
 /// deadline is `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
 pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
+/// The offset of the first record ever written to a booblik partition. A claims log whose first
+/// record still readable is above this lost records to retention, and a worker must not start on
+/// it: see [`ClaimsLogTruncated`].
+pub const CLAIMS_LOG_ORIGIN: i64 = 0;
 /// Attempts at appending a done before giving up (the lease then lapses and the task is run
 /// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
 pub const MAX_DONE_ATTEMPTS: u32 = 5;
@@ -75,6 +79,27 @@ pub const MAX_DONE_ATTEMPTS: u32 = 5;
 /// renewal): after it the worker must not act under the lease any more.
 pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64) -> Instant {
     issued_at + Duration::from_millis(lease_ms * (100 - LEASE_SAFETY_MARGIN_PERCENT) / 100)
+}
+
+/// Why a worker refuses to start: the claims log no longer starts at [`CLAIMS_LOG_ORIGIN`].
+///
+/// The verdict is a fold over the whole claims log. Records dropped from its head may have granted
+/// leases that are still live, or counted the expiries that dead-letter a task; a worker that
+/// folded only what is left would judge claims differently from the workers that read it all —
+/// two holders of one task, each sure of its verdict. Nothing the worker can do fixes that; the
+/// topic's retention must keep the whole claims log (`docs/task-queue.md`, *Costs and limits*).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the claims log {topic} starts at offset {log_start_offset}, above its origin {CLAIMS_LOG_ORIGIN}: \
+     retention dropped claims records, and verdicts over what is left would differ from other \
+     readers'. The claims topic's retention (the broker's --retention-ms / --retention-bytes) must \
+     keep the whole claims log"
+)]
+pub struct ClaimsLogTruncated {
+    /// The claims topic.
+    pub topic: String,
+    /// Its first offset still readable.
+    pub log_start_offset: i64,
 }
 
 /// A worker: two followers feeding a live view of the queue, and the claim/work loop.
@@ -131,7 +156,8 @@ enum ExtendOutcome {
 
 impl Worker {
     /// Validates `config`, checks both topics (one partition each), and starts the two
-    /// followers from Earliest. The worker does simulated work ([`simulated_work`]).
+    /// followers from Earliest. Refuses a claims log that no longer starts at its origin
+    /// ([`ClaimsLogTruncated`]). The worker does simulated work ([`simulated_work`]).
     pub async fn start(client: Client, config: WorkerConfig) -> anyhow::Result<Worker> {
         let work = simulated_work(config.work_ms);
         Self::start_with_work(client, config, work).await
@@ -163,6 +189,15 @@ impl Worker {
                 .consumer(topic, 0, StartPosition::Earliest, consumer_config.clone())
                 .await
                 .with_context(|| format!("cannot follow {topic}"))?;
+            // Earliest resolves to the first record still readable: above the origin, retention
+            // has dropped claims and this worker's verdicts would be its own.
+            if log == LogName::Claims && consumer.position() > CLAIMS_LOG_ORIGIN {
+                return Err(ClaimsLogTruncated {
+                    topic: topic.clone(),
+                    log_start_offset: consumer.position(),
+                }
+                .into());
+            }
             followers.push(view::spawn_follower(
                 consumer.follow(),
                 log,
