@@ -107,6 +107,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 claims: materialize(&skews_ms, &ops),
                 config: QueueConfig {
                     max_expired_leases: NonZeroU32::new(max_expired_leases).expect("1..=4"),
+                    ..QueueConfig::default()
                 },
             }
         })

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
+use booblik_samples::queue::state::{
+    DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig,
+};
 use booblik_samples::queue::worker::cli::{AckArg, PickArg, QueueArgs};
 use booblik_samples::queue::worker::{
     DEFAULT_CONNECT_WAIT_MS, DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, Worker,
@@ -58,6 +60,10 @@ struct Cli {
     /// Expired leases after which a task is dead-lettered; must match every other worker.
     #[arg(long, default_value_t = DEFAULT_MAX_EXPIRED_LEASES)]
     max_expired_leases: NonZeroU32,
+    /// Longest lease a claim or extend may ask for; longer ones are void. Must match every
+    /// other worker and the verifier.
+    #[arg(long, default_value_t = DEFAULT_MAX_LEASE_MS)]
+    max_lease_ms: u64,
     /// Ack policy of claims, extends and dones.
     #[arg(long, value_enum, default_value_t = AckArg::Forced)]
     claim_ack: AckArg,
@@ -84,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
         pick: cli.pick.into(),
         queue: QueueConfig {
             max_expired_leases: cli.max_expired_leases,
+            max_lease_ms: cli.max_lease_ms,
         },
         claim_ack: cli.claim_ack.into(),
         follow_max_wait_ms: cli.follow_max_wait_ms,

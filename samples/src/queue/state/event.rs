@@ -139,6 +139,14 @@ pub enum ClaimLostReason {
     },
     /// The task is dead-lettered.
     DeadLettered,
+    /// The claim asked for a lease longer than [`QueueConfig::max_lease_ms`](super::QueueConfig):
+    /// void, whatever the task's state (checked first).
+    LeaseTooLong {
+        /// The lease asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
+    },
 }
 
 /// Why an extend is void or a done is fenced. Checked in the order listed.
@@ -170,5 +178,13 @@ pub enum Rejection {
     Expired {
         /// The expiry that had passed.
         expires_at_ms: u64,
+    },
+    /// Extends only: the extend asked for a lease longer than
+    /// [`QueueConfig::max_lease_ms`](super::QueueConfig), so it renews nothing.
+    LeaseTooLong {
+        /// The lease asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
     },
 }

@@ -7,6 +7,9 @@
 //!
 //! # Rules (see `docs/task-queue.md` for the argument behind each)
 //!
+//! * **Lease maximum.** A claim or an extend asking for more than
+//!   [`QueueConfig::max_lease_ms`] is void, whatever the task's state; a void claim counts no
+//!   expiry.
 //! * **Claim.** Wins if the task is not done, not dead-lettered, and either no claim has won it
 //!   yet or the current lease had expired at the claim's own timestamp
 //!   (`claimed_at_ms >= expires_at_ms`). The winning claim's offset is the **fencing token**; the
@@ -55,7 +58,7 @@ mod verdict;
 mod tests;
 
 pub use claimable::Candidates;
-pub use config::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
+pub use config::{DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig};
 pub use counters::Counters;
 pub use event::{ClaimLostReason, Event, Rejection, TaskEvent};
 pub use task_state::{Lease, Submission, TaskState, TaskStatus};

@@ -58,6 +58,7 @@ fn done(task: u128, by: u128, token: i64, at_ms: u64) -> ClaimsRecord {
 fn config(max_expired_leases: u32) -> QueueConfig {
     QueueConfig {
         max_expired_leases: NonZeroU32::new(max_expired_leases).expect("non-zero"),
+        ..QueueConfig::default()
     }
 }
 

@@ -39,7 +39,7 @@ pub(super) fn apply(
         }
         // No state means nothing was ever claimed for the task: no token can be current.
         ClaimsRecord::Extend(extend) => match tasks.get_mut(&task_id) {
-            Some(task) => judge_extend(task, extend),
+            Some(task) => judge_extend(task, extend, config),
             None => {
                 return Event::ExtendVoid {
                     task_id,
@@ -69,6 +69,9 @@ pub(super) fn apply(
 
 /// Judges a claim at `offset`.
 ///
+/// A claim asking for more than `max_lease_ms` is void first, whatever the task's state: it
+/// neither wins nor counts an expiry.
+///
 /// Wins if the task is neither done nor dead-lettered and either nobody ever won it or the
 /// current lease had expired at the claim's own `claimed_at_ms` (`claimed_at_ms >=
 /// expires_at_ms`). A claim that finds an expired lease counts that expiry; if this makes
@@ -80,6 +83,15 @@ pub(super) fn judge_claim(
     config: QueueConfig,
 ) -> Event {
     let task_id = task.task_id;
+    if claim.lease_ms > config.max_lease_ms {
+        return Event::ClaimLost {
+            task_id,
+            reason: ClaimLostReason::LeaseTooLong {
+                lease_ms: claim.lease_ms,
+                max_lease_ms: config.max_lease_ms,
+            },
+        };
+    }
     match &task.status {
         TaskStatus::DeadLettered { .. } => Event::ClaimLost {
             task_id,
@@ -139,8 +151,8 @@ fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
 
 /// Judges an extend: it renews the lease (new expiry `extended_at_ms + lease_ms`) only if it
 /// carries the current token, comes from the holder, and was written before the lease expired
-/// (`extended_at_ms < expires_at_ms`). Otherwise it is void.
-pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend) -> Event {
+/// (`extended_at_ms < expires_at_ms`), asking for at most `max_lease_ms`. Otherwise it is void.
+pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend, config: QueueConfig) -> Event {
     let task_id = task.task_id;
     let lease = match current_lease(task, extend.token, extend.worker_id) {
         Ok(lease) => lease,
@@ -158,6 +170,16 @@ pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend) -> Event {
             token: extend.token,
             reason: Rejection::Expired {
                 expires_at_ms: lease.expires_at_ms,
+            },
+        };
+    }
+    if extend.lease_ms > config.max_lease_ms {
+        return Event::ExtendVoid {
+            task_id,
+            token: extend.token,
+            reason: Rejection::LeaseTooLong {
+                lease_ms: extend.lease_ms,
+                max_lease_ms: config.max_lease_ms,
             },
         };
     }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::TraceStep;
 use super::violation::Violation;
 use crate::queue::record::ClaimsRecord;
-use crate::queue::state::Event;
+use crate::queue::state::{Event, QueueConfig};
 
 /// What the trace says about one task, for the summary and the lost-task check.
 #[derive(Debug, Default)]
@@ -51,10 +51,11 @@ struct Holder {
 pub(super) fn check_task(
     task_id: Uuid,
     steps: &[&TraceStep],
-    max_expired_leases: u32,
+    queue: QueueConfig,
     counts: &mut TraceCounts,
     violations: &mut Vec<Violation>,
 ) -> TaskFacts {
+    let max_expired_leases = queue.max_expired_leases.get();
     let mut facts = TaskFacts::default();
     let mut holder: Option<Holder> = None;
     let mut first_accepted_token: Option<i64> = None;
@@ -73,6 +74,7 @@ pub(super) fn check_task(
         let finished = first_accepted_token.is_some() || facts.dead_lettered;
         match (&step.record, &step.event) {
             (ClaimsRecord::Claim(claim), Event::ClaimWon { token, .. }) => {
+                check_lease_length(claim.lease_ms, queue, offset, task_id, violations);
                 if *token != offset {
                     violations.push(Violation::TokenIsNotClaimOffset {
                         offset,
@@ -124,6 +126,7 @@ pub(super) fn check_task(
                 facts.dead_lettered = true;
             }
             (ClaimsRecord::Extend(extend), Event::Extended { .. }) => {
+                check_lease_length(extend.lease_ms, queue, offset, task_id, violations);
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
@@ -181,6 +184,24 @@ fn count(event: &Event, counts: &mut TraceCounts) {
         Event::DoneAccepted { .. } => counts.dones_accepted += 1,
         Event::DoneRepeated { .. } => counts.repeated_dones += 1,
         Event::DoneFenced { .. } => counts.fenced_dones += 1,
+    }
+}
+
+/// No lease granted or renewed is longer than the queue's maximum.
+fn check_lease_length(
+    lease_ms: u64,
+    queue: QueueConfig,
+    offset: i64,
+    task_id: Uuid,
+    violations: &mut Vec<Violation>,
+) {
+    if lease_ms > queue.max_lease_ms {
+        violations.push(Violation::LeaseTooLong {
+            offset,
+            task_id,
+            lease_ms,
+            max_lease_ms: queue.max_lease_ms,
+        });
     }
 }
 

@@ -210,7 +210,12 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
         let steps = &steps_by_task[task_id];
         let records: Vec<&ClaimsRecord> = steps.iter().map(|step| &step.record).collect();
         let offsets: Vec<i64> = steps.iter().map(|step| step.offset).collect();
-        let expected = reference::expected_verdicts(&records, &offsets, max_expired_leases);
+        let expected = reference::expected_verdicts(
+            &records,
+            &offsets,
+            max_expired_leases,
+            config.queue.max_lease_ms,
+        );
         for (step, expected) in steps.iter().zip(expected) {
             if VerdictKind::of(&step.event) != expected {
                 disagreements.push(Violation::VerdictDisagreement {
@@ -224,7 +229,7 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
         let facts = invariants::check_task(
             *task_id,
             steps,
-            max_expired_leases,
+            config.queue,
             &mut counts,
             &mut invariant_violations,
         );

@@ -16,6 +16,7 @@ pub(super) fn expected_verdicts(
     records: &[&ClaimsRecord],
     offsets: &[i64],
     max_expired_leases: u32,
+    max_lease_ms: u64,
 ) -> Vec<VerdictKind> {
     // (token, worker, expires_at_ms) of the current lease.
     let mut holder: Option<(i64, Uuid, u64)> = None;
@@ -28,7 +29,7 @@ pub(super) fn expected_verdicts(
     for (record, &offset) in records.iter().zip(offsets) {
         let verdict = match record {
             ClaimsRecord::Claim(claim) => {
-                if dead || completed_by.is_some() {
+                if claim.lease_ms > max_lease_ms || dead || completed_by.is_some() {
                     VerdictKind::ClaimLost
                 } else {
                     let lease_has_lapsed = match holder {
@@ -59,7 +60,8 @@ pub(super) fn expected_verdicts(
                         && completed_by.is_none()
                         && token == extend.token
                         && worker == extend.worker_id
-                        && extend.extended_at_ms < expires_at_ms =>
+                        && extend.extended_at_ms < expires_at_ms
+                        && extend.lease_ms <= max_lease_ms =>
                 {
                     let renewed_until_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
                     holder = Some((token, worker, renewed_until_ms));

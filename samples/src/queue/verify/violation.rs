@@ -112,6 +112,18 @@ pub enum Violation {
         /// That lease's expiry.
         previous_expires_at_ms: u64,
     },
+    /// A claim won or an extend renewed a lease longer than the queue's `max_lease_ms`: one
+    /// writer could park the task for as long as it asked.
+    LeaseTooLong {
+        /// The record's offset.
+        offset: i64,
+        /// The task.
+        task_id: Uuid,
+        /// The lease the record asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
+    },
     /// A second done was accepted for a task: its effect was committed twice.
     CompletedTwice {
         /// The second accepted done's offset.

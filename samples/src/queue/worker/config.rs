@@ -34,7 +34,9 @@ pub const EXTENDS_PER_LEASE: u64 = 3;
 /// [`WorkerConfigError::ExtendNotBeforeExpiry`]).
 pub const MIN_EXTENDS_PER_LEASE: u64 = 2;
 
-/// The longest lease a worker takes: one day.
+/// The longest lease a worker takes whatever the queue allows: one day (deadline arithmetic
+/// stays far from overflow). The queue's own maximum, [`QueueConfig::max_lease_ms`], is the
+/// bound every reader enforces in the verdict; a worker asks for at most the smaller of the two.
 pub const MAX_LEASE_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// How a worker runs. Build it with struct update syntax from [`Default`]:
@@ -107,10 +109,15 @@ pub enum WorkerConfigError {
     /// A lease of zero would expire as it is granted.
     #[error("lease_ms must be at least 1")]
     ZeroLease,
-    /// A lease longer than [`MAX_LEASE_MS`]: a stranded task would wait that long for a
-    /// takeover, and deadline arithmetic must not overflow.
-    #[error("lease_ms ({0}) must be at most {MAX_LEASE_MS}")]
-    LeaseTooLong(u64),
+    /// A lease longer than the queue's [`QueueConfig::max_lease_ms`] (or [`MAX_LEASE_MS`]): every
+    /// reader would judge its claims void.
+    #[error("lease_ms ({lease_ms}) must be at most {max_lease_ms} (the queue's max_lease_ms)")]
+    LeaseTooLong {
+        /// The lease.
+        lease_ms: u64,
+        /// The most this worker may ask for.
+        max_lease_ms: u64,
+    },
     /// An extend must be due by half the lease ([`MIN_EXTENDS_PER_LEASE`]): its verdict then
     /// has the rest of the lease, up to the worker's local deadline (the lease less
     /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)), to arrive. An extend
@@ -172,8 +179,12 @@ impl WorkerConfig {
         if self.lease_ms == 0 {
             return Err(WorkerConfigError::ZeroLease);
         }
-        if self.lease_ms > MAX_LEASE_MS {
-            return Err(WorkerConfigError::LeaseTooLong(self.lease_ms));
+        let max_lease_ms = self.queue.max_lease_ms.min(MAX_LEASE_MS);
+        if self.lease_ms > max_lease_ms {
+            return Err(WorkerConfigError::LeaseTooLong {
+                lease_ms: self.lease_ms,
+                max_lease_ms,
+            });
         }
         if self.extend_every_ms == 0 && self.lease_ms < EXTENDS_PER_LEASE {
             return Err(WorkerConfigError::LeaseTooShortToExtend {
@@ -284,7 +295,10 @@ mod tests {
                     lease_ms: MAX_LEASE_MS + 1,
                     ..base.clone()
                 },
-                WorkerConfigError::LeaseTooLong(MAX_LEASE_MS + 1),
+                WorkerConfigError::LeaseTooLong {
+                    lease_ms: MAX_LEASE_MS + 1,
+                    max_lease_ms: MAX_LEASE_MS,
+                },
             ),
             (
                 WorkerConfig {
