@@ -31,7 +31,7 @@
 //! | file | concept |
 //! |---|---|
 //! | `run.rs` | the [`Worker`]: start, the loop, one claim from pick to verdict, holding a lease (work, extends, done, the local deadline) |
-//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers; own verdicts by offset |
+//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers (each re-checks its last record after a reconnect); own verdicts by offset |
 //! | `config.rs` | [`WorkerConfig`] and its validation |
 //! | `work.rs` | the work function ([`WorkFn`]), simulated by default |
 //! | `sink.rs` | [`ResultSink`]: a fencing sink for effects; [`ResultSink::fencing`] wraps a work function |

@@ -47,7 +47,7 @@ use uuid::Uuid;
 
 use super::adoption::UnacknowledgedClaims;
 use super::observe::Observer;
-use super::view::{self, Candidate, LiveView, StateView, ViewError};
+use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
 use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
@@ -202,6 +202,11 @@ impl Worker {
                 consumer.follow(),
                 log,
                 Arc::clone(&view),
+                view::RecheckWith {
+                    client: client.clone(),
+                    topic: topic.clone(),
+                    consumer: consumer_config.clone(),
+                },
             ));
         }
         let appender = Appender::new(client, claims.name().clone(), config.claim_ack);
@@ -309,8 +314,8 @@ impl Worker {
         let mut append_failures = 0u32;
         loop {
             progress.borrow_and_update();
-            if let Some(reason) = self.view.failure() {
-                return Err(ViewError::FollowerStopped(reason).into());
+            if let Some(error) = self.view.failure() {
+                return Err(error.into());
             }
             let now_ms = wall_clock_ms();
             let Some(candidate) = self.view.pick(now_ms, self.config.pick, &mut rng) else {
