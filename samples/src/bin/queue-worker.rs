@@ -3,8 +3,8 @@
 //! Follows `tasks` and `claims` from the beginning, claims claimable tasks, works on the ones it
 //! wins (simulated: sleeps `--work-ms`), extends its lease every `lease / 3`, and commits a done.
 //! Logs every verdict and completion; `GET /stats` on `--stats-bind` shows its counters and the
-//! task in hand. Ctrl-C or SIGTERM stops it; a task in hand is then taken over by another worker
-//! after its lease.
+//! task in hand. Ctrl-C or SIGTERM stops it; a task in hand is then released at once
+//! (`--protocol-level 2`) or taken over by another worker after its lease.
 //!
 //! ```text
 //! queue-worker --broker 127.0.0.1:9092 --lease-ms 5000 --work-ms 1000 --pick random
@@ -18,7 +18,7 @@ use anyhow::Context;
 use booblik_samples::queue::state::{
     DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig,
 };
-use booblik_samples::queue::worker::cli::{AckArg, PickArg, QueueArgs};
+use booblik_samples::queue::worker::cli::{AckArg, PickArg, ProtocolArg, QueueArgs};
 use booblik_samples::queue::worker::{
     DEFAULT_CONNECT_WAIT_MS, DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, Worker,
     WorkerConfig,
@@ -70,6 +70,10 @@ struct Cli {
     /// Long-poll wait of the followers' FETCH requests.
     #[arg(long, default_value_t = DEFAULT_FOLLOW_MAX_WAIT_MS)]
     follow_max_wait_ms: u64,
+    /// Which record kinds to write: 1 (claims, extends, dones) or 2 (also a release at a clean
+    /// shutdown). Raise to 2 only once every worker and verifier runs a version that reads it.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::V1)]
+    protocol_level: ProtocolArg,
     /// How long to keep trying to reach the broker at start.
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
@@ -94,6 +98,7 @@ async fn main() -> anyhow::Result<()> {
         },
         claim_ack: cli.claim_ack.into(),
         follow_max_wait_ms: cli.follow_max_wait_ms,
+        protocol: cli.protocol_level.into(),
     };
     config.validate()?;
     let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;

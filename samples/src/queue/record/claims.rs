@@ -1,4 +1,4 @@
-//! The records on the `claims` topic: claim, extend, done.
+//! The records on the `claims` topic: claim, extend, done, release.
 //!
 //! Every record carries the writer's own wall-clock timestamp and, where a lease is involved, the
 //! lease length. The verdict (see [`crate::queue::state`]) is computed from these fields and the
@@ -57,12 +57,29 @@ pub struct Done {
     pub result: Vec<u8>,
 }
 
+/// "I stop holding this lease": a holder that stops cleanly (shutdown) hands the task back.
+///
+/// Valid only from the current holder with its token, before the lease expired; it frees the
+/// task at once, and the next claim wins without counting an expired lease. Written only at
+/// [`ProtocolLevel::V2`](super::ProtocolLevel) and above (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Release {
+    /// The task handed back.
+    pub task_id: Uuid,
+    /// The holder writing the release.
+    pub worker_id: Uuid,
+    /// Fencing token of the lease being released.
+    pub token: i64,
+    /// Holder's wall clock when it wrote the release, in ms since the Unix epoch.
+    pub released_at_ms: u64,
+}
+
 /// One record of the `claims` partition.
 ///
 /// The encoding is `[FORMAT_VERSION][postcard enum]`; postcard writes the variant index as a
 /// varint, so the order of the variants below is part of format version 1: `Claim` = 0,
-/// `Extend` = 1, `Done` = 2. Append new variants at the end only (and see the module docs on
-/// rolling out a new version).
+/// `Extend` = 1, `Done` = 2, `Release` = 3 (protocol level 2). Append new variants at the end
+/// only, and write a new one only once every reader knows it (the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClaimsRecord {
     /// Variant 0.
@@ -71,6 +88,8 @@ pub enum ClaimsRecord {
     Extend(Extend),
     /// Variant 2.
     Done(Done),
+    /// Variant 3: written from [`ProtocolLevel::V2`](super::ProtocolLevel) on.
+    Release(Release),
 }
 
 impl ClaimsRecord {
@@ -80,6 +99,7 @@ impl ClaimsRecord {
             Self::Claim(claim) => claim.task_id,
             Self::Extend(extend) => extend.task_id,
             Self::Done(done) => done.task_id,
+            Self::Release(release) => release.task_id,
         }
     }
 
@@ -89,6 +109,7 @@ impl ClaimsRecord {
             Self::Claim(claim) => claim.worker_id,
             Self::Extend(extend) => extend.worker_id,
             Self::Done(done) => done.worker_id,
+            Self::Release(release) => release.worker_id,
         }
     }
 
@@ -119,6 +140,12 @@ impl From<Claim> for ClaimsRecord {
 impl From<Extend> for ClaimsRecord {
     fn from(extend: Extend) -> Self {
         Self::Extend(extend)
+    }
+}
+
+impl From<Release> for ClaimsRecord {
+    fn from(release: Release) -> Self {
+        Self::Release(release)
     }
 }
 

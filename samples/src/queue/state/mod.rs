@@ -19,6 +19,8 @@
 //!   it moves the task to the dead-letter state ([`Event::TaskDeadLettered`]).
 //! * **Extend.** Renews the lease to `extended_at_ms + lease_ms` if it carries the current token,
 //!   comes from the holder, and `extended_at_ms < expires_at_ms`. Otherwise void.
+//! * **Release.** Frees the task at once (unclaimed again, no expiry counted) if it carries the
+//!   current token, comes from the holder, and `released_at_ms < expires_at_ms`. Otherwise void.
 //! * **Done.** Accepted if it carries the current token and comes from the holder, whenever it
 //!   arrives, as long as no later claim has won (which would have changed the token). Refused
 //!   ("fenced") otherwise. A repeat of the accepted done by the same holder is a no-op.

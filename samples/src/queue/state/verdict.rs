@@ -15,7 +15,7 @@ use super::claimable::ClaimableIndex;
 use super::config::QueueConfig;
 use super::event::{ClaimLostReason, Event, Rejection};
 use super::task_state::{Lease, TaskState, TaskStatus};
-use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Release};
 
 /// Applies one claims record at `offset` to its task and returns the verdict: the one entry
 /// point of the rules below ([`QueueState::apply_claims_record`](super::QueueState::apply_claims_record)
@@ -44,6 +44,16 @@ pub(super) fn apply(
                 return Event::ExtendVoid {
                     task_id,
                     token: extend.token,
+                    reason: Rejection::NeverClaimed,
+                };
+            }
+        },
+        ClaimsRecord::Release(release) => match tasks.get_mut(&task_id) {
+            Some(task) => judge_release(task, release),
+            None => {
+                return Event::ReleaseVoid {
+                    task_id,
+                    token: release.token,
                     reason: Rejection::NeverClaimed,
                 };
             }
@@ -121,14 +131,14 @@ pub(super) fn judge_claim(
                     expired_leases: task.expired_leases,
                 }
             } else {
-                grant(task, offset, claim)
+                grant(task, offset, claim, true)
             }
         }
-        TaskStatus::Unclaimed => grant(task, offset, claim),
+        TaskStatus::Unclaimed => grant(task, offset, claim, false),
     }
 }
 
-fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
+fn grant(task: &mut TaskState, offset: i64, claim: &Claim, after_expiry: bool) -> Event {
     let lease = Lease {
         token: offset,
         worker_id: claim.worker_id,
@@ -144,6 +154,7 @@ fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
         token: lease.token,
         expires_at_ms: lease.expires_at_ms,
         attempt: task.wins,
+        after_expiry,
     };
     task.status = TaskStatus::Leased(lease);
     event
@@ -189,6 +200,40 @@ pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend, config: QueueC
         task_id,
         token: lease.token,
         expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+/// Judges a release: it frees the task (back to [`TaskStatus::Unclaimed`], counting no expiry)
+/// only if it carries the current token, comes from the holder, and was written before the lease
+/// expired (`released_at_ms < expires_at_ms`) — the same conditions as an extend. A lease that
+/// lapsed first counts as expired when the task is claimed again: a holder that let it lapse did
+/// not stop cleanly, whatever it writes afterwards. Otherwise void.
+pub(super) fn judge_release(task: &mut TaskState, release: &Release) -> Event {
+    let task_id = task.task_id;
+    let lease = match current_lease(task, release.token, release.worker_id) {
+        Ok(lease) => lease,
+        Err(reason) => {
+            return Event::ReleaseVoid {
+                task_id,
+                token: release.token,
+                reason,
+            };
+        }
+    };
+    if !lease.is_live_at(release.released_at_ms) {
+        return Event::ReleaseVoid {
+            task_id,
+            token: release.token,
+            reason: Rejection::Expired {
+                expires_at_ms: lease.expires_at_ms,
+            },
+        };
+    }
+    task.status = TaskStatus::Unclaimed;
+    task.releases += 1;
+    Event::Released {
+        task_id,
+        token: release.token,
     }
 }
 

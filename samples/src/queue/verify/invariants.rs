@@ -21,8 +21,10 @@ pub(super) struct TaskFacts {
     pub accepted_dones: u32,
     /// A claim dead-lettered the task.
     pub dead_lettered: bool,
-    /// Expiry of the last granted lease (after valid extends), if any claim won.
+    /// Expiry of the last granted lease (after valid extends), if a lease is current.
     pub lease_expires_at_ms: Option<u64>,
+    /// When the last lease was released, if it was and no claim has won since.
+    pub released_at_ms: Option<u64>,
 }
 
 /// Event totals, counted here independently of [`crate::queue::state::Counters`].
@@ -37,6 +39,8 @@ pub(super) struct TraceCounts {
     pub dones_accepted: u64,
     pub fenced_dones: u64,
     pub repeated_dones: u64,
+    pub releases: u64,
+    pub void_releases: u64,
 }
 
 /// The lease as this check tracks it.
@@ -59,6 +63,8 @@ pub(super) fn check_task(
     let mut facts = TaskFacts::default();
     let mut holder: Option<Holder> = None;
     let mut first_accepted_token: Option<i64> = None;
+    // Leases superseded after they expired (a release supersedes nothing).
+    let mut expired = 0_u32;
 
     for step in steps {
         let offset = step.offset;
@@ -85,19 +91,21 @@ pub(super) fn check_task(
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
-                let wins_before = facts.wins.len() as u32;
-                if wins_before >= max_expired_leases {
+                let expired_after = expired + u32::from(holder.is_some());
+                if expired_after >= max_expired_leases {
                     violations.push(Violation::AttemptLimitBroken {
                         offset,
                         task_id,
-                        wins: wins_before,
+                        wins: expired_after,
                         max_expired_leases,
                     });
                 }
                 if let Some(previous) = holder {
                     check_lapsed(previous, claim.claimed_at_ms, offset, task_id, violations);
                     counts.expired_leases += 1;
+                    expired += 1;
                 }
+                facts.released_at_ms = None;
                 let granted = Holder {
                     token: offset,
                     worker_id: claim.worker_id,
@@ -110,12 +118,12 @@ pub(super) fn check_task(
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
-                let wins_before = facts.wins.len() as u32;
-                if wins_before != max_expired_leases {
+                let expired_after = expired + u32::from(holder.is_some());
+                if expired_after != max_expired_leases {
                     violations.push(Violation::AttemptLimitBroken {
                         offset,
                         task_id,
-                        wins: wins_before,
+                        wins: expired_after,
                         max_expired_leases,
                     });
                 }
@@ -135,6 +143,23 @@ pub(super) fn check_task(
                 {
                     current.expires_at_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
                 }
+            }
+            (ClaimsRecord::Release(release), Event::Released { .. }) => {
+                if finished {
+                    violations.push(after_finish(step, task_id));
+                }
+                let from_holder = holder
+                    .is_some_and(|h| h.token == release.token && h.worker_id == release.worker_id);
+                if !from_holder {
+                    violations.push(Violation::ReleaseWithoutCurrentToken {
+                        offset,
+                        task_id,
+                        token: release.token,
+                        current_token: holder.map(|h| h.token),
+                    });
+                }
+                holder = None;
+                facts.released_at_ms = Some(release.released_at_ms);
             }
             (ClaimsRecord::Done(done), Event::DoneAccepted { .. }) => {
                 if let Some(first_token) = first_accepted_token {
@@ -184,6 +209,8 @@ fn count(event: &Event, counts: &mut TraceCounts) {
         Event::DoneAccepted { .. } => counts.dones_accepted += 1,
         Event::DoneRepeated { .. } => counts.repeated_dones += 1,
         Event::DoneFenced { .. } => counts.fenced_dones += 1,
+        Event::Released { .. } => counts.releases += 1,
+        Event::ReleaseVoid { .. } => counts.void_releases += 1,
     }
 }
 
@@ -309,12 +336,26 @@ fn event_matches_record(step: &TraceStep) -> Result<(), String> {
                 ))
             }
         }
+        (
+            ClaimsRecord::Release(release),
+            Event::Released { token, .. } | Event::ReleaseVoid { token, .. },
+        ) => {
+            if *token == release.token {
+                Ok(())
+            } else {
+                Err(format!(
+                    "release verdict reports token {token}, the release carries {}",
+                    release.token
+                ))
+            }
+        }
         (record, event) => Err(format!(
             "a {} record cannot produce {event:?}",
             match record {
                 ClaimsRecord::Claim(_) => "claim",
                 ClaimsRecord::Extend(_) => "extend",
                 ClaimsRecord::Done(_) => "done",
+                ClaimsRecord::Release(_) => "release",
             }
         )),
     }

@@ -248,6 +248,8 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.dones_accepted = counts.dones_accepted;
     summary.fenced_dones = counts.fenced_dones;
     summary.repeated_dones = counts.repeated_dones;
+    summary.releases = counts.releases;
+    summary.void_releases = counts.void_releases;
 
     let mut lost_violations = Vec::new();
     for task_id in &submission_order {
@@ -302,9 +304,11 @@ fn classify(
     if lease_expires_at_ms.is_some_and(|expires_at_ms| config.as_of_ms < expires_at_ms) {
         return Outcome::InFlight;
     }
-    let idle_since_ms = lease_expires_at_ms.map_or(submitted_at_ms, |expires_at_ms| {
-        expires_at_ms.max(submitted_at_ms)
-    });
+    // Idle since the last lease lapsed, or was released, or since submission.
+    let released_at_ms = facts.and_then(|facts| facts.released_at_ms);
+    let idle_since_ms = lease_expires_at_ms
+        .or(released_at_ms)
+        .map_or(submitted_at_ms, |since_ms| since_ms.max(submitted_at_ms));
     if config.as_of_ms.saturating_sub(idle_since_ms) >= config.lost_after_ms {
         Outcome::Lost { idle_since_ms }
     } else {
@@ -324,6 +328,9 @@ fn confirmed_duplicates(steps: &[&TraceStep], wins: &[(i64, Uuid)]) -> u64 {
                     extend.token == token && extend.worker_id == worker_id
                 }
                 ClaimsRecord::Done(done) => done.token == token && done.worker_id == worker_id,
+                ClaimsRecord::Release(release) => {
+                    release.token == token && release.worker_id == worker_id
+                }
                 ClaimsRecord::Claim(_) => false,
             })
         })
@@ -378,6 +385,12 @@ fn cross_check_counters(counters: &Counters, summary: &Summary, violations: &mut
             "repeated_dones",
             counters.repeated_dones,
             summary.repeated_dones,
+        ),
+        ("releases", counters.releases, summary.releases),
+        (
+            "void_releases",
+            counters.void_releases,
+            summary.void_releases,
         ),
     ];
     for (counter, state_machine, trace) in pairs {

@@ -69,6 +69,20 @@ pub(super) fn expected_verdicts(
                 }
                 _ => VerdictKind::ExtendVoid,
             },
+            ClaimsRecord::Release(release) => match holder {
+                Some((token, worker, expires_at_ms))
+                    if !dead
+                        && completed_by.is_none()
+                        && token == release.token
+                        && worker == release.worker_id
+                        && release.released_at_ms < expires_at_ms =>
+                {
+                    // Handed back: the next claim wins without superseding (counting) a lease.
+                    holder = None;
+                    VerdictKind::Released
+                }
+                _ => VerdictKind::ReleaseVoid,
+            },
             ClaimsRecord::Done(done) => {
                 let from_holder =
                     |(token, worker): (i64, Uuid)| token == done.token && worker == done.worker_id;

@@ -7,6 +7,7 @@ use booblik_client::AckPolicy;
 use clap::{Args, ValueEnum};
 
 use crate::queue::pick::Pick;
+use crate::queue::record::ProtocolLevel;
 
 /// Default `--connect-wait-ms`: how long a queue binary keeps trying to reach the broker at
 /// start (containers start in any order).
@@ -43,6 +44,26 @@ impl From<PickArg> for Pick {
         match pick {
             PickArg::Random => Pick::Random,
             PickArg::First => Pick::First,
+        }
+    }
+}
+
+/// `--protocol-level` of `queue-worker`: which record kinds it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// Claims, extends and dones: what every reader knows (the default).
+    #[value(name = "1")]
+    V1,
+    /// Also releases at a clean shutdown: only once every reader runs code that knows them.
+    #[value(name = "2")]
+    V2,
+}
+
+impl From<ProtocolArg> for ProtocolLevel {
+    fn from(level: ProtocolArg) -> Self {
+        match level {
+            ProtocolArg::V1 => ProtocolLevel::V1,
+            ProtocolArg::V2 => ProtocolLevel::V2,
         }
     }
 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::queue::pick::Pick;
+use crate::queue::record::ProtocolLevel;
 use crate::queue::state::QueueConfig;
 
 /// Default [`WorkerConfig::lease_ms`].
@@ -84,6 +85,12 @@ pub struct WorkerConfig {
     /// Long-poll wait of the two followers' FETCH v2 requests: an idle worker sends about one
     /// FETCH per follower per this interval.
     pub follow_max_wait_ms: u64,
+    /// Which record kinds this worker writes. [`ProtocolLevel::V1`] (the default) writes
+    /// claims, extends and dones only; [`ProtocolLevel::V2`] also writes a release when it stops
+    /// cleanly holding a task. Raise it only once every reader of the claims log runs code that
+    /// knows the newer kinds (`docs/task-queue.md`, *Rolling out a new record kind*).
+    #[serde(serialize_with = "serialize_level")]
+    pub protocol: ProtocolLevel,
 }
 
 impl Default for WorkerConfig {
@@ -99,6 +106,7 @@ impl Default for WorkerConfig {
             queue: QueueConfig::default(),
             claim_ack: AckPolicy::Forced,
             follow_max_wait_ms: DEFAULT_FOLLOW_MAX_WAIT_MS,
+            protocol: ProtocolLevel::default(),
         }
     }
 }
@@ -214,6 +222,17 @@ impl WorkerConfig {
         }
         Ok(())
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `serialize_with` passes a reference
+fn serialize_level<S: serde::Serializer>(
+    level: &ProtocolLevel,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u8(match level {
+        ProtocolLevel::V1 => 1,
+        ProtocolLevel::V2 => 2,
+    })
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `serialize_with` passes a reference

@@ -50,7 +50,7 @@ use super::observe::Observer;
 use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
-use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Release};
 use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
 
 /// Longest wait for the verdict on one of the worker's own records. A follower that cannot get
@@ -71,6 +71,10 @@ pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
 /// record still readable is above this lost records to retention, and a worker must not start on
 /// it: see [`ClaimsLogTruncated`].
 pub const CLAIMS_LOG_ORIGIN: i64 = 0;
+/// Longest a clean shutdown waits for its release to be appended and judged. A shutdown must not
+/// hang on an unreachable broker; a release that does not make it leaves the lease to lapse, as
+/// before releases existed.
+pub const RELEASE_TIMEOUT_MS: u64 = 2_000;
 /// Attempts at appending a done before giving up (the lease then lapses and the task is run
 /// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
 pub const MAX_DONE_ATTEMPTS: u32 = 5;
@@ -276,8 +280,11 @@ impl Worker {
     /// stats) or the worker cannot go on (→ the error: a follower stopped, no verdict in
     /// [`VERDICT_TIMEOUT_MS`], appends failing [`MAX_CONSECUTIVE_APPEND_FAILURES`] times).
     ///
-    /// At shutdown, work in progress is dropped without a done: its lease lapses and another
-    /// worker takes the task over (at-least-once). Takes `&self` so that callers can watch
+    /// At shutdown, work in progress is dropped without a done. At
+    /// [`ProtocolLevel::V2`](crate::queue::record::ProtocolLevel) the worker then appends a
+    /// release (waiting at most [`RELEASE_TIMEOUT_MS`]), which frees the task at once without
+    /// counting an expired lease; otherwise the lease lapses and another worker takes the task
+    /// over (at-least-once). Takes `&self` so that callers can watch
     /// [`stats`](Self::stats) and [`current_task`](Self::current_task) while it runs; running
     /// one worker twice at once is refused.
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> anyhow::Result<WorkerStats> {
@@ -286,10 +293,22 @@ impl Worker {
             "worker {} is already running",
             self.config.worker_id
         );
+        let mut serve = Box::pin(self.serve());
         let outcome = tokio::select! {
-            outcome = self.serve() => outcome,
+            outcome = &mut serve => outcome,
             () = shutdown => Ok(()),
         };
+        // The task in hand, read before the loop is dropped (dropping it clears it).
+        let held = self.current_task();
+        // Dropping the loop stops the work: nothing happens under the lease after this, so it
+        // may be handed back.
+        drop(serve);
+        if outcome.is_ok()
+            && let Some((task_id, token)) = held
+            && self.config.protocol.writes_releases()
+        {
+            self.release(task_id, token).await;
+        }
         self.running.store(false, Ordering::SeqCst);
         *self.current.lock().expect("current task lock") = None;
         outcome?;
@@ -553,6 +572,36 @@ impl Worker {
         self.adoption().given_up(token);
         tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
         Ok(())
+    }
+
+    /// Hands the lease `token` on `task_id` back, bounded by [`RELEASE_TIMEOUT_MS`]; a release
+    /// that fails or is void is logged, and the lease lapses instead.
+    async fn release(&self, task_id: Uuid, token: i64) {
+        let worker_id = self.config.worker_id;
+        let timeout = Duration::from_millis(RELEASE_TIMEOUT_MS);
+        let release = Release {
+            task_id,
+            worker_id,
+            token,
+            released_at_ms: wall_clock_ms(),
+        };
+        // This run never works under the token again, released or not.
+        self.adoption().given_up(token);
+        let judged = tokio::time::timeout(timeout, async {
+            let offset = self.appender.append(&release.into()).await?;
+            let verdict = self.view.wait_for_own_verdict(offset, timeout).await?;
+            anyhow::Ok(verdict.event)
+        })
+        .await;
+        match judged {
+            Ok(Ok(event)) => self.observer.release_judged(task_id, token, &event),
+            Ok(Err(error)) => {
+                tracing::warn!(%worker_id, %task_id, token, %error, "the release failed; the lease lapses instead");
+            }
+            Err(_) => {
+                tracing::warn!(%worker_id, %task_id, token, "no verdict on the release in time; the lease lapses instead");
+            }
+        }
     }
 
     fn lease_lost(&self, task_id: Uuid, token: i64, why: &str) {
