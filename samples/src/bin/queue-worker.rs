@@ -70,6 +70,10 @@ struct Cli {
     /// Long-poll wait of the followers' FETCH requests.
     #[arg(long, default_value_t = DEFAULT_FOLLOW_MAX_WAIT_MS)]
     follow_max_wait_ms: u64,
+    /// Largest difference between two workers' clocks to allow for: the worker stops working at
+    /// lease - this (default: a tenth of the lease). Must be below the lease.
+    #[arg(long)]
+    max_clock_skew_ms: Option<u64>,
     /// Which record kinds to write: 1 (claims, extends, dones) or 2 (also a release at a clean
     /// shutdown). Raise to 2 only once every worker and verifier runs a version that reads it.
     #[arg(long, value_enum, default_value_t = ProtocolArg::V1)]
@@ -98,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
         },
         claim_ack: cli.claim_ack.into(),
         follow_max_wait_ms: cli.follow_max_wait_ms,
+        max_clock_skew_ms: cli.max_clock_skew_ms,
         protocol: cli.protocol_level.into(),
     };
     config.validate()?;

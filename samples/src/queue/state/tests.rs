@@ -502,7 +502,12 @@ fn a_release_by_the_holder_frees_the_task_at_once_without_an_expiry() {
             token
         }
     );
-    assert!(log.state.task(task_id(1)).unwrap().is_claimable_at(T0_MS + 2));
+    assert!(
+        log.state
+            .task(task_id(1))
+            .unwrap()
+            .is_claimable_at(T0_MS + 2)
+    );
     // With max_expired_leases = 1, a claim after an expiry would dead-letter the task; after a
     // release it wins.
     let (_, event) = log.append(&claim(1, 2, T0_MS + 2));

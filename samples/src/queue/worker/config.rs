@@ -9,7 +9,7 @@
 //!   it is written into every claim and extend, so readers agree on it whatever each worker
 //!   chooses, but it must respect the queue's retention (see `docs/task-queue.md`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use booblik_protocol::{AckPolicy, TopicName};
 use serde::Serialize;
@@ -85,6 +85,13 @@ pub struct WorkerConfig {
     /// Long-poll wait of the two followers' FETCH v2 requests: an idle worker sends about one
     /// FETCH per follower per this interval.
     pub follow_max_wait_ms: u64,
+    /// The largest difference between two writers' clocks this worker allows for; its local
+    /// lease deadline is `issued_at + lease_ms − this`, so that it stops working before another
+    /// worker's claim can win. `None`: a tenth of the lease
+    /// ([`DEFAULT_CLOCK_SKEW_PERCENT`](super::DEFAULT_CLOCK_SKEW_PERCENT)). Must be below the
+    /// lease, and leave time for the first extend. Nothing checks the real skew: the promise
+    /// holds only while the clocks keep to it (`docs/task-queue.md`, *Clocks*).
+    pub max_clock_skew_ms: Option<u64>,
     /// Which record kinds this worker writes. [`ProtocolLevel::V1`] (the default) writes
     /// claims, extends and dones only; [`ProtocolLevel::V2`] also writes a release when it stops
     /// cleanly holding a task. Raise it only once every reader of the claims log runs code that
@@ -106,6 +113,7 @@ impl Default for WorkerConfig {
             queue: QueueConfig::default(),
             claim_ack: AckPolicy::Forced,
             follow_max_wait_ms: DEFAULT_FOLLOW_MAX_WAIT_MS,
+            max_clock_skew_ms: None,
             protocol: ProtocolLevel::default(),
         }
     }
@@ -127,8 +135,8 @@ pub enum WorkerConfigError {
         max_lease_ms: u64,
     },
     /// An extend must be due by half the lease ([`MIN_EXTENDS_PER_LEASE`]): its verdict then
-    /// has the rest of the lease, up to the worker's local deadline (the lease less
-    /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)), to arrive. An extend
+    /// has the rest of the lease, up to the worker's local deadline (the lease less the clock
+    /// skew), to arrive. An extend
     /// due just before that deadline would make the worker give up leases whose renewal was
     /// merely a round trip late.
     #[error(
@@ -145,6 +153,25 @@ pub enum WorkerConfigError {
     LeaseTooShortToExtend {
         /// The lease.
         lease_ms: u64,
+    },
+    /// A clock skew as long as the lease leaves no moment at which the worker may work.
+    #[error("max_clock_skew_ms ({max_clock_skew_ms}) must be below lease_ms ({lease_ms})")]
+    ClockSkewNotBelowLease {
+        /// The configured skew.
+        max_clock_skew_ms: u64,
+        /// The lease.
+        lease_ms: u64,
+    },
+    /// The first extend would be due after the local lease deadline (`lease_ms −
+    /// max_clock_skew_ms`): every lease would be given up before it could be renewed.
+    #[error(
+        "extend_every_ms ({extend_every_ms}) must be below the local lease deadline, lease_ms - max_clock_skew_ms ({local_deadline_ms})"
+    )]
+    ExtendAfterLocalDeadline {
+        /// The extend interval in force.
+        extend_every_ms: u64,
+        /// `lease_ms − max_clock_skew_ms`.
+        local_deadline_ms: u64,
     },
     /// The long poll must wait, or following turns into busy polling.
     #[error("follow_max_wait_ms must be in 1..={MAX_FOLLOW_MAX_WAIT_MS}, got {0}")]
@@ -177,6 +204,18 @@ impl WorkerConfig {
         Duration::from_millis(ms)
     }
 
+    /// The clock skew in force: `max_clock_skew_ms`, or a tenth of the lease when unset.
+    pub fn clock_skew_ms(&self) -> u64 {
+        self.max_clock_skew_ms
+            .unwrap_or(self.lease_ms * super::DEFAULT_CLOCK_SKEW_PERCENT / 100)
+    }
+
+    /// The local lease deadline of a lease confirmed as issued at `issued_at`:
+    /// [`local_lease_deadline`](super::local_lease_deadline) with this lease and skew.
+    pub fn local_lease_deadline(&self, issued_at: Instant) -> Instant {
+        super::local_lease_deadline(issued_at, self.lease_ms, self.clock_skew_ms())
+    }
+
     /// The lease as a duration.
     pub fn lease(&self) -> Duration {
         Duration::from_millis(self.lease_ms)
@@ -203,6 +242,20 @@ impl WorkerConfig {
             return Err(WorkerConfigError::ExtendNotBeforeExpiry {
                 extend_every_ms: self.extend_every_ms,
                 lease_ms: self.lease_ms,
+            });
+        }
+        let skew_ms = self.clock_skew_ms();
+        if skew_ms >= self.lease_ms {
+            return Err(WorkerConfigError::ClockSkewNotBelowLease {
+                max_clock_skew_ms: skew_ms,
+                lease_ms: self.lease_ms,
+            });
+        }
+        let extend_every_ms = self.extend_every().as_millis() as u64;
+        if extend_every_ms >= self.lease_ms - skew_ms {
+            return Err(WorkerConfigError::ExtendAfterLocalDeadline {
+                extend_every_ms,
+                local_deadline_ms: self.lease_ms - skew_ms,
             });
         }
         if !(1..=MAX_FOLLOW_MAX_WAIT_MS).contains(&self.follow_max_wait_ms) {

@@ -69,7 +69,7 @@ pub use logs::{read_logs, read_raw_logs};
 pub use observe::MAX_QUEUED_EVENTS;
 pub use own_thread::{OwnThreadWorker, spawn_on_own_thread};
 pub use run::{
-    APPEND_RETRY_BACKOFF_MS, CLAIMS_LOG_ORIGIN, ClaimsLogTruncated, LEASE_SAFETY_MARGIN_PERCENT,
+    APPEND_RETRY_BACKOFF_MS, CLAIMS_LOG_ORIGIN, ClaimsLogTruncated, DEFAULT_CLOCK_SKEW_PERCENT,
     MAX_CONSECUTIVE_APPEND_FAILURES, MAX_DONE_ATTEMPTS, MAX_IDLE_WAIT_MS, RELEASE_TIMEOUT_MS,
     VERDICT_TIMEOUT_MS, Worker, local_lease_deadline,
 };

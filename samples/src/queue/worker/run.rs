@@ -13,12 +13,13 @@
 //! appended (the broker is unreachable, the appends keep failing), no verdict ever says "void",
 //! yet the lease lapses all the same, and someone else may claim the task. So the worker keeps a
 //! deadline of its own, by its monotonic clock: `valid_until` = the moment the last *confirmed*
-//! grant or renewal was issued + `lease_ms` − a safety margin
-//! ([`LEASE_SAFETY_MARGIN_PERCENT`] of the lease, for the writers' clock skew and the time the
-//! next holder's claim takes). The record's timestamp is taken after that moment, so the log's
-//! lease runs at least that long. When `valid_until` passes without a newer confirmation, the
-//! worker drops the work and reports the lease lost — it stops *before* the log would let another
-//! worker in, not after. (This cannot help a worker whose whole process is paused; that case is
+//! grant or renewal was issued + `lease_ms` − the configured maximum clock skew between writers
+//! ([`WorkerConfig::max_clock_skew_ms`], a tenth of the lease unless set). The record's timestamp
+//! is taken after that moment, so the log's lease runs at least `lease_ms` from it by the
+//! holder's clock, and a claimer whose clock runs ahead by ε can win at the earliest ε before
+//! that. When `valid_until` passes without a newer confirmation, the worker drops the work and
+//! reports the lease lost — it stops *before* the log would let another worker in, as long as
+//! no two writers' clocks differ by more than the configured skew. (This cannot help a worker whose whole process is paused; that case is
 //! the fencing sink's, `sink.rs`.)
 //!
 //! The work and the extends run side by side (`select!`), so a slow extend round trip never
@@ -64,9 +65,9 @@ pub const MAX_IDLE_WAIT_MS: u64 = 5_000;
 pub const APPEND_RETRY_BACKOFF_MS: u64 = 100;
 /// Failed claim appends in a row after which the worker stops.
 pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
-/// Share of the lease, in percent, that the worker gives up at the end of every lease: its local
-/// deadline is `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
-pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
+/// [`WorkerConfig::max_clock_skew_ms`] when it is not set, in percent of the lease: the local
+/// deadline is then `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
+pub const DEFAULT_CLOCK_SKEW_PERCENT: u64 = 10;
 /// The offset of the first record ever written to a booblik partition. A claims log whose first
 /// record still readable is above this lost records to retention, and a worker must not start on
 /// it: see [`ClaimsLogTruncated`].
@@ -79,10 +80,12 @@ pub const RELEASE_TIMEOUT_MS: u64 = 2_000;
 /// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
 pub const MAX_DONE_ATTEMPTS: u32 = 5;
 
-/// The worker's local deadline for a lease confirmed as issued at `issued_at` (a grant or a
-/// renewal): after it the worker must not act under the lease any more.
-pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64) -> Instant {
-    issued_at + Duration::from_millis(lease_ms * (100 - LEASE_SAFETY_MARGIN_PERCENT) / 100)
+/// The worker's local deadline for a lease of `lease_ms` confirmed as issued at `issued_at` (a
+/// grant or a renewal), when writers' clocks differ by at most `max_clock_skew_ms`: after it
+/// the worker must not act under the lease any more. (A validated config has the skew below the
+/// lease; a larger one leaves no time at all.)
+pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64, max_clock_skew_ms: u64) -> Instant {
+    issued_at + Duration::from_millis(lease_ms.saturating_sub(max_clock_skew_ms))
 }
 
 /// Why a worker refuses to start: the claims log no longer starts at [`CLAIMS_LOG_ORIGIN`].
@@ -464,7 +467,7 @@ impl Worker {
         });
         let extend_every = self.config.extend_every();
         let mut next_extend_at = grant.first_extend_at;
-        let mut valid_until = local_lease_deadline(grant.issued_at, self.config.lease_ms);
+        let mut valid_until = self.config.local_lease_deadline(grant.issued_at);
         let result = loop {
             tokio::select! {
                 biased;
@@ -477,7 +480,7 @@ impl Worker {
                 outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
                     ExtendOutcome::Renewed { issued_at } => {
                         next_extend_at = issued_at + extend_every;
-                        valid_until = local_lease_deadline(issued_at, self.config.lease_ms);
+                        valid_until = self.config.local_lease_deadline(issued_at);
                     }
                     ExtendOutcome::NotAppended => {
                         next_extend_at = Instant::now() + Duration::from_millis(APPEND_RETRY_BACKOFF_MS);
