@@ -1,7 +1,7 @@
 //! Every task and claims record decodes to exactly what was encoded.
 
 use booblik_samples::queue::record::{
-    Claim, ClaimsRecord, Done, Extend, FORMAT_VERSION, Release, Task,
+    Claim, ClaimsRecord, Done, Extend, FORMAT_VERSION, Heartbeat, Release, Task,
 };
 use proptest::prelude::*;
 use uuid::Uuid;
@@ -64,6 +64,14 @@ fn claims_record() -> impl Strategy<Value = ClaimsRecord> {
             }
             .into()
         ),
+        (uuid(), any::<u64>(), any::<u64>()).prop_map(|(worker_id, at_ms, lease_ms)| {
+            Heartbeat {
+                worker_id,
+                at_ms,
+                lease_ms,
+            }
+            .into()
+        }),
     ]
 }
 

@@ -4,7 +4,8 @@
 //!
 //! * `tasks` holds [`Task`] records: work to be done.
 //! * `claims` holds [`ClaimsRecord`]s: a [`Claim`] asks for a task, an [`Extend`] renews the
-//!   lease of the current holder, a [`Done`] commits a result, a [`Release`] hands a task back.
+//!   lease of the current holder, a [`Done`] commits a result, a [`Release`] hands a task back,
+//!   a [`Heartbeat`] says an idle worker is alive.
 //!
 //! # Why a version byte in front of postcard
 //!
@@ -42,7 +43,7 @@
 mod claims;
 mod task;
 
-pub use claims::{Claim, ClaimsRecord, Done, Extend, Release};
+pub use claims::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 pub use task::Task;
 
 use serde::{Serialize, de::DeserializeOwned};
@@ -61,14 +62,21 @@ pub enum ProtocolLevel {
     /// readers would skip.
     #[default]
     V1,
-    /// Also `Release` (variant 3): a holder that stops cleanly hands its task back at once.
-    /// Raise a fleet to it only once every reader runs code that knows it.
+    /// Also `Release` (variant 3): a holder that stops cleanly hands its task back at once; and
+    /// `Heartbeat` (variant 4): an idle worker's sign of life, which
+    /// [`Pick::Rendezvous`](crate::queue::pick::Pick) needs. Raise a fleet to it only once every
+    /// reader runs code that knows both.
     V2,
 }
 
 impl ProtocolLevel {
     /// Whether a writer at this level writes [`Release`] records.
     pub fn writes_releases(self) -> bool {
+        self >= Self::V2
+    }
+
+    /// Whether a writer at this level writes [`Heartbeat`] records.
+    pub fn writes_heartbeats(self) -> bool {
         self >= Self::V2
     }
 }

@@ -42,6 +42,9 @@ pub struct Counters {
     /// Releases that had no effect.
     #[serde(default)]
     pub void_releases: u64,
+    /// Heartbeats of idle workers.
+    #[serde(default)]
+    pub heartbeats: u64,
 }
 
 impl Counters {
@@ -77,6 +80,7 @@ impl Counters {
             Event::DoneFenced { .. } => self.fenced_dones += 1,
             Event::Released { .. } => self.releases += 1,
             Event::ReleaseVoid { .. } => self.void_releases += 1,
+            Event::Heartbeat { .. } => self.heartbeats += 1,
         }
     }
 }

@@ -109,6 +109,13 @@ pub enum Event {
         /// The released lease's token.
         token: i64,
     },
+    /// A worker's heartbeat: it counts as live until `live_until_ms`. About no task.
+    Heartbeat {
+        /// The worker.
+        worker_id: Uuid,
+        /// `at_ms + lease_ms` of the heartbeat.
+        live_until_ms: u64,
+    },
     /// The release had no effect (reasons as for extends).
     ReleaseVoid {
         /// The task named by the release.
@@ -121,9 +128,9 @@ pub enum Event {
 }
 
 impl Event {
-    /// The task the event is about.
-    pub fn task_id(&self) -> Uuid {
-        match self {
+    /// The task the event is about; `None` for a heartbeat.
+    pub fn task_id(&self) -> Option<Uuid> {
+        Some(match self {
             Self::ClaimWon { task_id, .. }
             | Self::ClaimLost { task_id, .. }
             | Self::TaskDeadLettered { task_id, .. }
@@ -134,7 +141,8 @@ impl Event {
             | Self::DoneFenced { task_id, .. }
             | Self::Released { task_id, .. }
             | Self::ReleaseVoid { task_id, .. } => *task_id,
-        }
+            Self::Heartbeat { .. } => return None,
+        })
     }
 }
 

@@ -27,7 +27,9 @@ pub(super) fn apply(
     offset: i64,
     record: &ClaimsRecord,
 ) -> Event {
-    let task_id = record.task_id();
+    let Some(task_id) = record.task_id() else {
+        unreachable!("the state applies heartbeats itself: they name no task")
+    };
     let event = match record {
         // A claim may name a task whose record this reader has not read yet (see "Tasks the
         // claims reader has not seen yet" in `state`): it is judged all the same.
@@ -68,6 +70,7 @@ pub(super) fn apply(
                 };
             }
         },
+        ClaimsRecord::Heartbeat(_) => unreachable!("a heartbeat has no task_id"),
     };
     // The claimable index follows the verdict: an optimisation for picking, skip it on a first
     // read (`claimable/`).

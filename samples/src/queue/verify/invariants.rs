@@ -211,6 +211,8 @@ fn count(event: &Event, counts: &mut TraceCounts) {
         Event::DoneFenced { .. } => counts.fenced_dones += 1,
         Event::Released { .. } => counts.releases += 1,
         Event::ReleaseVoid { .. } => counts.void_releases += 1,
+        // Heartbeats are never grouped under a task (`verify_trace` counts them).
+        Event::Heartbeat { .. } => {}
     }
 }
 
@@ -264,7 +266,7 @@ fn event_matches_record(step: &TraceStep) -> Result<(), String> {
     let record = &step.record;
     if step.event.task_id() != record.task_id() {
         return Err(format!(
-            "event names task {} but the record names {}",
+            "event names task {:?} but the record names {:?}",
             step.event.task_id(),
             record.task_id()
         ));
@@ -356,6 +358,7 @@ fn event_matches_record(step: &TraceStep) -> Result<(), String> {
                 ClaimsRecord::Extend(_) => "extend",
                 ClaimsRecord::Done(_) => "done",
                 ClaimsRecord::Release(_) => "release",
+                ClaimsRecord::Heartbeat(_) => "heartbeat",
             }
         )),
     }

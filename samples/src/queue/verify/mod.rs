@@ -176,10 +176,23 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.tasks = submission_order.len() as u64;
 
     // The claims log, grouped by task in order of first appearance.
+    let mut disagreements_outside_tasks = Vec::new();
     let mut steps_by_task: HashMap<Uuid, Vec<&TraceStep>> = HashMap::new();
     let mut claim_order = Vec::new();
     for step in trace {
-        let task_id = step.record.task_id();
+        let Some(task_id) = step.record.task_id() else {
+            // A heartbeat: about its writer, checked only for fitting its record.
+            if matches!(step.event, Event::Heartbeat { .. }) {
+                summary.heartbeats += 1;
+            } else {
+                disagreements_outside_tasks.push(Violation::EventDoesNotMatchRecord {
+                    offset: step.offset,
+                    task_id: Uuid::nil(),
+                    detail: format!("a heartbeat cannot produce {:?}", step.event),
+                });
+            }
+            continue;
+        };
         steps_by_task
             .entry(task_id)
             .or_insert_with(|| {
@@ -272,6 +285,7 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.never_completed = summary.tasks - summary.completed;
 
     let mut violations = unknown_task_violations;
+    violations.append(&mut disagreements_outside_tasks);
     violations.append(&mut disagreements);
     violations.append(&mut invariant_violations);
     violations.append(&mut lost_violations);
@@ -331,7 +345,7 @@ fn confirmed_duplicates(steps: &[&TraceStep], wins: &[(i64, Uuid)]) -> u64 {
                 ClaimsRecord::Release(release) => {
                     release.token == token && release.worker_id == worker_id
                 }
-                ClaimsRecord::Claim(_) => false,
+                ClaimsRecord::Claim(_) | ClaimsRecord::Heartbeat(_) => false,
             })
         })
         .count() as u64
@@ -392,6 +406,7 @@ fn cross_check_counters(counters: &Counters, summary: &Summary, violations: &mut
             counters.void_releases,
             summary.void_releases,
         ),
+        ("heartbeats", counters.heartbeats, summary.heartbeats),
     ];
     for (counter, state_machine, trace) in pairs {
         if state_machine != trace {

@@ -69,6 +69,8 @@ pub(super) fn expected_verdicts(
                 }
                 _ => VerdictKind::ExtendVoid,
             },
+            // About no task: never grouped under one (the verifier counts heartbeats apart).
+            ClaimsRecord::Heartbeat(_) => VerdictKind::Heartbeat,
             ClaimsRecord::Release(release) => match holder {
                 Some((token, worker, expires_at_ms))
                     if !dead

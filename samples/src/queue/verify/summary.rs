@@ -55,6 +55,9 @@ pub struct Summary {
     /// Releases that had no effect.
     #[serde(default)]
     pub void_releases: u64,
+    /// Heartbeats of idle workers (about no task).
+    #[serde(default)]
+    pub heartbeats: u64,
     /// Claims naming a task absent from the `tasks` log.
     pub unknown_task_claims: u64,
     /// Records of either log that did not decode (only [`verify_encoded`](super::verify_encoded)

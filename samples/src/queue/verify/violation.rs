@@ -29,6 +29,8 @@ pub enum VerdictKind {
     Released,
     /// [`Event::ReleaseVoid`].
     ReleaseVoid,
+    /// [`Event::Heartbeat`].
+    Heartbeat,
 }
 
 impl VerdictKind {
@@ -45,6 +47,7 @@ impl VerdictKind {
             Event::DoneFenced { .. } => Self::DoneFenced,
             Event::Released { .. } => Self::Released,
             Event::ReleaseVoid { .. } => Self::ReleaseVoid,
+            Event::Heartbeat { .. } => Self::Heartbeat,
         }
     }
 }

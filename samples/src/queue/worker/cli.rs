@@ -37,6 +37,9 @@ pub enum PickArg {
     Random,
     /// The oldest claimable task (every worker goes for the same one).
     First,
+    /// Each worker its own order by rendezvous hashing over the live workers (needs
+    /// `--protocol-level 2`).
+    Rendezvous,
 }
 
 impl From<PickArg> for Pick {
@@ -44,6 +47,7 @@ impl From<PickArg> for Pick {
         match pick {
             PickArg::Random => Pick::Random,
             PickArg::First => Pick::First,
+            PickArg::Rendezvous => Pick::Rendezvous,
         }
     }
 }

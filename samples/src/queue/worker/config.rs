@@ -188,6 +188,10 @@ pub enum WorkerConfigError {
         /// Why it is invalid.
         reason: String,
     },
+    /// Rendezvous ranks tasks over the live workers, and idle workers are live only by their
+    /// heartbeats, which protocol level 1 does not write.
+    #[error("pick = rendezvous needs protocol level 2 (heartbeats make idle workers live)")]
+    RendezvousWithoutHeartbeats,
     /// Both roles on one topic would mix task records into the claims order.
     #[error("tasks_topic and claims_topic must differ (both are {0:?})")]
     SameTopic(String),
@@ -270,6 +274,9 @@ impl WorkerConfig {
                 reason: error.to_string(),
             })?;
         }
+        if self.pick == Pick::Rendezvous && !self.protocol.writes_heartbeats() {
+            return Err(WorkerConfigError::RendezvousWithoutHeartbeats);
+        }
         if self.tasks_topic == self.claims_topic {
             return Err(WorkerConfigError::SameTopic(self.tasks_topic.clone()));
         }
@@ -304,6 +311,23 @@ mod tests {
         assert_eq!(config.claim_ack, AckPolicy::Forced);
         assert_eq!(config.pick, Pick::Random);
         assert_eq!(config.extend_every(), Duration::from_millis(5_000 / 3));
+    }
+
+    #[test]
+    fn rendezvous_needs_the_heartbeats_of_protocol_level_2() {
+        let level_1 = WorkerConfig {
+            pick: Pick::Rendezvous,
+            ..WorkerConfig::default()
+        };
+        assert_eq!(
+            level_1.validate(),
+            Err(WorkerConfigError::RendezvousWithoutHeartbeats)
+        );
+        let level_2 = WorkerConfig {
+            protocol: ProtocolLevel::V2,
+            ..level_1
+        };
+        assert_eq!(level_2.validate(), Ok(()));
     }
 
     #[test]

@@ -51,7 +51,8 @@ use super::observe::Observer;
 use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
-use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Release};
+use crate::queue::pick::Pick;
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
 
 /// Longest wait for the verdict on one of the worker's own records. A follower that cannot get
@@ -72,6 +73,17 @@ pub const DEFAULT_CLOCK_SKEW_PERCENT: u64 = 10;
 /// record still readable is above this lost records to retention, and a worker must not start on
 /// it: see [`ClaimsLogTruncated`].
 pub const CLAIMS_LOG_ORIGIN: i64 = 0;
+/// Longest a rendezvous worker defers, over one idle spell, to the owners of the tasks it sees
+/// before it claims the task it ranks best anyway. Long enough for an idle owner to see a new
+/// task and have its claim in the log (a FORCED claim round trip is about a millisecond here),
+/// short enough that a task whose owner is gone waits little. Chosen, not measured.
+pub const RENDEZVOUS_MAX_DEFERENCE_MS: u64 = 25;
+/// After a lost race a rendezvous worker waits a random time up to this before its next pick,
+/// so that two workers whose views disagreed do not collide again at once.
+pub const RENDEZVOUS_LOST_RACE_BACKOFF_MS: u64 = 10;
+/// An idle rendezvous worker appends a heartbeat once it has appended nothing for the lease
+/// divided by this: it stays live (its last record younger than a lease) with one to spare.
+pub const HEARTBEATS_PER_LEASE: u64 = 2;
 /// Longest a clean shutdown waits for its release to be appended and judged. A shutdown must not
 /// hang on an unreachable broker; a release that does not make it leaves the lease to lapse, as
 /// before releases existed.
@@ -145,7 +157,10 @@ struct Grant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Attempt {
     /// Appended; the verdict is known and acted upon (lost, or the work is over).
-    Appended,
+    Appended {
+        /// Whether the claim won (or adopted a lease of this run).
+        won: bool,
+    },
     /// The append failed; whether it was written is unknown (if it was and won, the lease lapses
     /// and the task is claimed again — or this run adopts it, `adoption.rs`).
     NotAppended,
@@ -312,6 +327,12 @@ impl Worker {
         {
             self.release(task_id, token).await;
         }
+        if outcome.is_ok() && self.writes_heartbeats() {
+            // "Gone": a heartbeat with no lease makes this worker not live at once, so others
+            // stop deferring to it (bounded by the release timeout, like the release).
+            let leaving = self.append_heartbeat(0);
+            let _ = tokio::time::timeout(Duration::from_millis(RELEASE_TIMEOUT_MS), leaving).await;
+        }
         self.running.store(false, Ordering::SeqCst);
         *self.current.lock().expect("current task lock") = None;
         outcome?;
@@ -334,29 +355,57 @@ impl Worker {
         let mut rng = StdRng::from_os_rng();
         let mut progress = self.view.subscribe();
         let mut append_failures = 0u32;
+        // When this idle spell began deferring to other workers (rendezvous only).
+        let mut deferring_since: Option<Instant> = None;
         loop {
             progress.borrow_and_update();
             if let Some(error) = self.view.failure() {
                 return Err(error.into());
             }
             let now_ms = wall_clock_ms();
-            let Some(candidate) = self.view.pick(now_ms, self.config.pick, &mut rng) else {
-                // Nothing claimable: wait for either log to move, or for the next known lease
-                // to lapse — never a busy loop.
+            let picked = self.view.pick(now_ms, self.config.pick, &mut rng);
+            // Rendezvous: a task another idle worker ranks first is left to it, for a bounded
+            // time over the idle spell; then this worker claims the task it ranks best.
+            if let Some(candidate) = &picked
+                && !candidate.ranked_first
+            {
+                let deferred = deferring_since.get_or_insert_with(Instant::now).elapsed();
+                let max_deference = Duration::from_millis(RENDEZVOUS_MAX_DEFERENCE_MS);
+                if deferred < max_deference {
+                    self.heartbeat_if_due().await;
+                    tokio::select! {
+                        _ = progress.changed() => {}
+                        () = tokio::time::sleep(max_deference - deferred) => {}
+                    }
+                    continue;
+                }
+            }
+            let Some(candidate) = picked else {
+                // Nothing claimable: wait for either log to move, for the next known lease to
+                // lapse, or for the next heartbeat — never a busy loop.
                 self.observer.idle();
+                self.heartbeat_if_due().await;
                 let wait_ms = self
                     .view
                     .next_lapse_after(now_ms)
                     .map_or(MAX_IDLE_WAIT_MS, |lapse_ms| lapse_ms - now_ms + 1)
-                    .min(MAX_IDLE_WAIT_MS);
+                    .min(MAX_IDLE_WAIT_MS)
+                    .min(self.next_heartbeat_in_ms().unwrap_or(MAX_IDLE_WAIT_MS));
                 tokio::select! {
                     _ = progress.changed() => {}
                     () = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
                 }
                 continue;
             };
+            deferring_since = None;
             match self.claim(candidate).await? {
-                Attempt::Appended => append_failures = 0,
+                Attempt::Appended { won: false } if self.config.pick == Pick::Rendezvous => {
+                    append_failures = 0;
+                    let backoff_ms =
+                        rand::Rng::random_range(&mut rng, 0..=RENDEZVOUS_LOST_RACE_BACKOFF_MS);
+                    tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                }
+                Attempt::Appended { .. } => append_failures = 0,
                 Attempt::NotAppended => {
                     append_failures += 1;
                     anyhow::ensure!(
@@ -434,6 +483,7 @@ impl Worker {
                 "the verdict on claim offset {offset} is not a claim verdict: {other:?}"
             ),
         };
+        let won = grant.is_some();
         let claim_latency = verdict.applied_at.max(acknowledged_at) - issued_at;
         self.observer.verdict(
             task_id,
@@ -445,7 +495,7 @@ impl Worker {
         if let Some(grant) = grant {
             self.hold_lease(task_id, grant, candidate.payload).await?;
         }
-        Ok(Attempt::Appended)
+        Ok(Attempt::Appended { won })
     }
 
     /// Works on `task_id` under `grant` until the done's verdict is known or the lease is lost.
@@ -577,6 +627,48 @@ impl Worker {
         Ok(())
     }
 
+    /// Whether this worker writes heartbeats: a rendezvous picker at protocol level 2 (the only
+    /// reader of liveness is the rendezvous pick, so other workers spare the records).
+    fn writes_heartbeats(&self) -> bool {
+        self.config.pick == Pick::Rendezvous && self.config.protocol.writes_heartbeats()
+    }
+
+    /// Milliseconds until the next heartbeat is due, if this worker writes them.
+    fn next_heartbeat_in_ms(&self) -> Option<u64> {
+        if !self.writes_heartbeats() {
+            return None;
+        }
+        let every = Duration::from_millis(self.config.lease_ms / HEARTBEATS_PER_LEASE);
+        let since = self.appender.since_last_append();
+        Some(every.saturating_sub(since).as_millis() as u64 + 1)
+    }
+
+    /// Appends a heartbeat if this worker writes them and has appended nothing for lease / 2.
+    /// Its verdict is not waited for; a failed append is tried again at the next idle look.
+    async fn heartbeat_if_due(&self) {
+        if !self.heartbeat_overdue() {
+            return;
+        }
+        self.append_heartbeat(self.config.lease_ms).await;
+    }
+
+    fn heartbeat_overdue(&self) -> bool {
+        self.writes_heartbeats()
+            && self.appender.since_last_append()
+                >= Duration::from_millis(self.config.lease_ms / HEARTBEATS_PER_LEASE)
+    }
+
+    async fn append_heartbeat(&self, lease_ms: u64) {
+        let heartbeat = Heartbeat {
+            worker_id: self.config.worker_id,
+            at_ms: wall_clock_ms(),
+            lease_ms,
+        };
+        if let Err(error) = self.appender.append(&heartbeat.into()).await {
+            tracing::warn!(worker_id = %self.config.worker_id, %error, "heartbeat append failed");
+        }
+    }
+
     /// Hands the lease `token` on `task_id` back, bounded by [`RELEASE_TIMEOUT_MS`]; a release
     /// that fails or is void is logged, and the lease lapses instead.
     async fn release(&self, task_id: Uuid, token: i64) {
@@ -673,6 +765,9 @@ struct Appender {
     ack: AckPolicy,
     /// A connection of its own, reopened when it breaks.
     connection: tokio::sync::Mutex<Option<Connection>>,
+    /// When the last append was acknowledged (or the appender was made): heartbeats are due
+    /// from it.
+    last_append: Mutex<Instant>,
 }
 
 impl Appender {
@@ -682,7 +777,13 @@ impl Appender {
             topic,
             ack,
             connection: tokio::sync::Mutex::new(None),
+            last_append: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Time since the last acknowledged append.
+    fn since_last_append(&self) -> Duration {
+        self.last_append.lock().expect("last append lock").elapsed()
     }
 
     /// Appends `record` to partition 0 and returns its offset once acknowledged.
@@ -696,6 +797,7 @@ impl Appender {
             .ok_or_else(|| {
                 ClientError::InvalidConfig("claim_ack NONE returns no offset".to_owned())
             })?;
+        *self.last_append.lock().expect("last append lock") = Instant::now();
         Ok(response.base_offset)
     }
 

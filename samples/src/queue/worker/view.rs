@@ -78,6 +78,9 @@ pub(crate) struct OwnVerdict {
 pub(crate) struct Candidate {
     pub(crate) task_id: Uuid,
     pub(crate) payload: Vec<u8>,
+    /// `false` only for a rendezvous pick whose task another idle worker ranks first: the
+    /// worker defers before claiming it.
+    pub(crate) ranked_first: bool,
 }
 
 /// Why waiting on the view ended without an answer.
@@ -213,8 +216,10 @@ impl LiveView {
                             .state
                             .apply_claims_record(record.offset, &claims_record)
                             .map(|event| {
+                                // Nobody waits for the verdict on a heartbeat.
                                 if claims_record.worker_id() == self.worker_id
                                     && record.offset >= inner.own_from
+                                    && claims_record.task_id().is_some()
                                 {
                                     keep_own_verdict(&mut inner.own_verdicts, record.offset, event);
                                 }
@@ -339,13 +344,23 @@ impl LiveView {
         rng: &mut R,
     ) -> Option<Candidate> {
         let inner = self.lock();
-        let task_id = inner.state.pick(now_ms, pick, rng)?;
+        let (task_id, ranked_first) = match pick {
+            Pick::Rendezvous => {
+                let ranked = inner.state.rendezvous_pick(now_ms, self.worker_id, rng)?;
+                (ranked.task_id, ranked.ranked_first)
+            }
+            Pick::First | Pick::Random => (inner.state.pick(now_ms, pick, rng)?, true),
+        };
         let payload = inner
             .state
             .task(task_id)
             .and_then(|task| task.submission.as_ref())
             .map(|submission| submission.payload.clone())?;
-        Some(Candidate { task_id, payload })
+        Some(Candidate {
+            task_id,
+            payload,
+            ranked_first,
+        })
     }
 
     /// The earliest moment after `now_ms` at which a current lease on a submitted, unfinished
