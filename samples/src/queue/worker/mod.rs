@@ -1,11 +1,14 @@
 //! The worker: runs the claims-and-leases protocol against a broker.
 //!
 //! ```text
-//! start:  follow `tasks` and `claims` from Earliest (two followers, one QueueState)
+//! start:  refuse a claims log that retention truncated (its start above CLAIMS_LOG_ORIGIN)
+//!         follow `tasks` and `claims` from Earliest (two followers, one QueueState; after a
+//!         reconnect each re-checks its last record: a rewritten log stops the worker)
 //! run:    wait until both are applied up to the high watermarks seen at start
 //! loop:   pick a claimable task (Pick::Random by default)
 //!           none  → wait for the followers to apply something, or for the next lease to
-//!                   lapse (never a busy loop)
+//!                   lapse (never a busy loop); a rendezvous worker heartbeats every lease/2
+//!           rendezvous, another idle worker ranks it first → defer (bounded), then claim
 //!         append Claim (ack FORCED)           → offset o: the token, should it win
 //!         wait until the claims follower has applied o → the verdict on o
 //!           lost  → loop
@@ -13,6 +16,7 @@
 //!                     void → lease lost: abandon the work
 //!                     no renewal confirmed by the local deadline → lease lost: abandon it
 //!                   append Done(token, result) and wait for its verdict
+//! stop:   drop the work; at protocol level 2 append Release(token) for a task in hand
 //! ```
 //!
 //! # Why claims are FORCED by default
