@@ -33,7 +33,10 @@ fn extend(worker: u128, token: i64, at_ms: u64, lease_ms: u64) -> ClaimsRecord {
     })
 }
 
-fn logs() -> (Vec<(i64, Task)>, Vec<(i64, ClaimsRecord)>) {
+/// Both logs, as `(offset, record)`.
+type Logs = (Vec<(i64, Task)>, Vec<(i64, ClaimsRecord)>);
+
+fn logs() -> Logs {
     let task = Task {
         task_id: Uuid::from_u128(1),
         payload: vec![],
@@ -55,7 +58,7 @@ fn logs() -> (Vec<(i64, Task)>, Vec<(i64, ClaimsRecord)>) {
 
 #[test]
 fn claims_and_extends_longer_than_the_maximum_are_void_for_every_reader() {
-    assert!(FOREVER_MS > DEFAULT_MAX_LEASE_MS);
+    const { assert!(FOREVER_MS > DEFAULT_MAX_LEASE_MS) };
     let (tasks, claims) = logs();
     let mut state = QueueState::new(QueueConfig::default());
     state.apply_task(0, &tasks[0].1).unwrap();

@@ -21,7 +21,8 @@ use uuid::Uuid;
 use super::event::Event;
 use crate::queue::record::ClaimsRecord;
 
-/// What the log says about one worker.
+/// What the log says about one worker. (Every field is a time in ms: the units say so.)
+#[allow(clippy::struct_field_names)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Seen {
     /// Its last record's timestamp plus the lease it stated.

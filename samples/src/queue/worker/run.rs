@@ -375,7 +375,7 @@ impl Worker {
                     self.heartbeat_if_due().await;
                     tokio::select! {
                         _ = progress.changed() => {}
-                        () = tokio::time::sleep(max_deference - deferred) => {}
+                        () = tokio::time::sleep(max_deference.saturating_sub(deferred)) => {}
                     }
                     continue;
                 }
