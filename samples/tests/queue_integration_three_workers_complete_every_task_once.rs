@@ -26,6 +26,7 @@ fn totals(stats: &[WorkerStats]) -> WorkerStats {
             completed: sum.completed + s.completed,
             leases_lost: sum.leases_lost + s.leases_lost,
             extends: sum.extends + s.extends,
+            releases: sum.releases + s.releases,
             idle_waits: sum.idle_waits + s.idle_waits,
             events_dropped: sum.events_dropped + s.events_dropped,
         })

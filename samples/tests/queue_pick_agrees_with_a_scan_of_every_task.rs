@@ -202,6 +202,7 @@ proptest! {
     ) {
         let mut state = QueueState::new(QueueConfig {
             max_expired_leases: NonZeroU32::new(max_expired_leases).expect("1..=3"),
+            ..QueueConfig::default()
         });
         let mut rng = StdRng::seed_from_u64(seed);
         let mut now_ms = T0_MS;

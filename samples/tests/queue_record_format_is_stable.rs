@@ -5,7 +5,7 @@
 //! (length varint 0x10, then the bytes), unsigned integers as LEB128 varints, signed integers as
 //! zigzag varints, byte vectors as length varint + bytes, and an enum variant index as a varint.
 
-use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Extend, Task};
+use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release, Task};
 use uuid::Uuid;
 
 const TASK_ID: u128 = 0x0102_0304_0506_0708_090A_0B0C_0D0E_0F10;
@@ -83,10 +83,39 @@ fn claims_records_have_the_version_1_layout() {
         &[0x05],       // done_at_ms
         &[0x01, 0xEE], // result: length 1, byte
     ]);
+    // Variant 3, written from protocol level 2 on: appended after the others, so the bytes
+    // of the first three kinds are unchanged.
+    let release = ClaimsRecord::Release(Release {
+        task_id: Uuid::from_u128(TASK_ID),
+        worker_id: Uuid::from_u128(WORKER_ID),
+        token: 64,
+        released_at_ms: 6,
+    });
+    let release_bytes = expected(&[
+        &[0x01, 0x03], // version, variant 3 = Release
+        &uuid_bytes(TASK_ID),
+        &uuid_bytes(WORKER_ID),
+        &[0x80, 0x01], // token 64, zigzag = 128
+        &[0x06],       // released_at_ms
+    ]);
+    // Variant 4, also from protocol level 2 on: about no task, so no task id.
+    let heartbeat = ClaimsRecord::Heartbeat(Heartbeat {
+        worker_id: Uuid::from_u128(WORKER_ID),
+        at_ms: 7,
+        lease_ms: 300,
+    });
+    let heartbeat_bytes = expected(&[
+        &[0x01, 0x04], // version, variant 4 = Heartbeat
+        &uuid_bytes(WORKER_ID),
+        &[0x07],       // at_ms
+        &[0xAC, 0x02], // lease_ms = 300
+    ]);
     for (record, bytes) in [
         (claim, claim_bytes),
         (extend, extend_bytes),
         (done, done_bytes),
+        (release, release_bytes),
+        (heartbeat, heartbeat_bytes),
     ] {
         assert_eq!(record.encode(), bytes, "{record:?}");
         assert_eq!(

@@ -1,6 +1,8 @@
 //! Every task and claims record decodes to exactly what was encoded.
 
-use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Extend, FORMAT_VERSION, Task};
+use booblik_samples::queue::record::{
+    Claim, ClaimsRecord, Done, Extend, FORMAT_VERSION, Heartbeat, Release, Task,
+};
 use proptest::prelude::*;
 use uuid::Uuid;
 
@@ -53,6 +55,23 @@ fn claims_record() -> impl Strategy<Value = ClaimsRecord> {
             }
             .into()
         ),
+        (uuid(), uuid(), any::<i64>(), any::<u64>()).prop_map(
+            |(task_id, worker_id, token, released_at_ms)| Release {
+                task_id,
+                worker_id,
+                token,
+                released_at_ms,
+            }
+            .into()
+        ),
+        (uuid(), any::<u64>(), any::<u64>()).prop_map(|(worker_id, at_ms, lease_ms)| {
+            Heartbeat {
+                worker_id,
+                at_ms,
+                lease_ms,
+            }
+            .into()
+        }),
     ]
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 
-use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Extend, Task};
+use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Extend, Release, Task};
 use booblik_samples::queue::state::{Event, QueueConfig, QueueState};
 use booblik_samples::queue::verify::{VerifyConfig, verify};
 use proptest::prelude::*;
@@ -32,6 +32,7 @@ enum OpKind {
     Claim,
     Extend(TokenChoice),
     Done(TokenChoice),
+    Release(TokenChoice),
     /// The writer of the task's latest claim (often its holder) extends or finishes under that
     /// claim's offset, whatever `Op::worker` says: the common case of a worker doing its job.
     LatestClaimerFollowsUp {
@@ -62,6 +63,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => Just(OpKind::Claim),
         3 => token_choice().prop_map(OpKind::Extend),
         3 => token_choice().prop_map(OpKind::Done),
+        2 => token_choice().prop_map(OpKind::Release),
         4 => prop::bool::weighted(0.25).prop_map(|done| OpKind::LatestClaimerFollowsUp { done }),
     ];
     // Mostly short steps (leases stay live, extends count), sometimes long ones (leases lapse).
@@ -107,6 +109,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 claims: materialize(&skews_ms, &ops),
                 config: QueueConfig {
                     max_expired_leases: NonZeroU32::new(max_expired_leases).expect("1..=4"),
+                    ..QueueConfig::default()
                 },
             }
         })
@@ -168,6 +171,12 @@ fn materialize(skews_ms: &[i64], ops: &[Op]) -> Vec<(i64, ClaimsRecord)> {
                 token: token(choice),
                 done_at_ms: at_ms,
                 result: vec![op.worker as u8],
+            }),
+            OpKind::Release(choice) => ClaimsRecord::Release(Release {
+                task_id: task_id(op.task),
+                worker_id: worker_id(op.worker),
+                token: token(choice),
+                released_at_ms: at_ms,
             }),
             OpKind::LatestClaimerFollowsUp { done: false } => ClaimsRecord::Extend(Extend {
                 task_id: task_id(op.task),

@@ -91,6 +91,7 @@ fn a_task_completed_twice_under_different_tokens_is_flagged() {
                     token: 2,
                     expires_at_ms: T0_MS + 3 * LEASE_MS,
                     attempt: 2,
+                    after_expiry: true,
                 },
             ),
             (
@@ -177,6 +178,7 @@ fn a_claim_winning_against_a_live_lease_is_flagged() {
                 token: 1,
                 expires_at_ms: T0_MS + LEASE_MS / 2 + LEASE_MS,
                 attempt: 2,
+                after_expiry: true,
             },
         )],
     );

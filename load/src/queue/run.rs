@@ -243,7 +243,11 @@ async fn conduct(
     if !host.is_fresh() {
         // An external broker's logs hold earlier runs too: keep this run's tasks and claims.
         tasks.retain(|(_, task)| submitted.contains_key(&task.task_id));
-        claims.retain(|(_, record)| submitted.contains_key(&record.task_id()));
+        claims.retain(|(_, record)| {
+            record
+                .task_id()
+                .is_some_and(|task_id| submitted.contains_key(&task_id))
+        });
     }
     let report = verify(
         &tasks,

@@ -11,7 +11,9 @@
 use std::num::NonZeroU32;
 use std::process::ExitCode;
 
-use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
+use booblik_samples::queue::state::{
+    DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig,
+};
 use booblik_samples::queue::verify::{VerifyConfig, verify_encoded};
 use booblik_samples::queue::worker::cli::QueueArgs;
 use booblik_samples::queue::worker::{
@@ -36,6 +38,10 @@ struct Cli {
     /// Expired leases after which a task is dead-lettered; must match the workers.
     #[arg(long, default_value_t = DEFAULT_MAX_EXPIRED_LEASES)]
     max_expired_leases: NonZeroU32,
+    /// Longest lease a claim or extend may ask for; longer ones are void. Must match every
+    /// other worker and the verifier.
+    #[arg(long, default_value_t = DEFAULT_MAX_LEASE_MS)]
+    max_lease_ms: u64,
     /// An unfinished task nobody holds counts as lost once idle this long (0 after a drained
     /// run; a few leases for a live queue).
     #[arg(long, default_value_t = DEFAULT_LOST_AFTER_MS)]
@@ -59,6 +65,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let config = VerifyConfig {
         queue: QueueConfig {
             max_expired_leases: cli.max_expired_leases,
+            max_lease_ms: cli.max_lease_ms,
         },
         as_of_ms: wall_clock_ms(),
         lost_after_ms: cli.lost_after_ms,

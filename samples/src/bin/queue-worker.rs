@@ -3,8 +3,8 @@
 //! Follows `tasks` and `claims` from the beginning, claims claimable tasks, works on the ones it
 //! wins (simulated: sleeps `--work-ms`), extends its lease every `lease / 3`, and commits a done.
 //! Logs every verdict and completion; `GET /stats` on `--stats-bind` shows its counters and the
-//! task in hand. Ctrl-C or SIGTERM stops it; a task in hand is then taken over by another worker
-//! after its lease.
+//! task in hand. Ctrl-C or SIGTERM stops it; a task in hand is then released at once
+//! (`--protocol-level 2`) or taken over by another worker after its lease.
 //!
 //! ```text
 //! queue-worker --broker 127.0.0.1:9092 --lease-ms 5000 --work-ms 1000 --pick random
@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use booblik_samples::queue::state::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
-use booblik_samples::queue::worker::cli::{AckArg, PickArg, QueueArgs};
+use booblik_samples::queue::state::{
+    DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig,
+};
+use booblik_samples::queue::worker::cli::{AckArg, PickArg, ProtocolArg, QueueArgs};
 use booblik_samples::queue::worker::{
     DEFAULT_CONNECT_WAIT_MS, DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, Worker,
     WorkerConfig,
@@ -58,12 +60,24 @@ struct Cli {
     /// Expired leases after which a task is dead-lettered; must match every other worker.
     #[arg(long, default_value_t = DEFAULT_MAX_EXPIRED_LEASES)]
     max_expired_leases: NonZeroU32,
+    /// Longest lease a claim or extend may ask for; longer ones are void. Must match every
+    /// other worker and the verifier.
+    #[arg(long, default_value_t = DEFAULT_MAX_LEASE_MS)]
+    max_lease_ms: u64,
     /// Ack policy of claims, extends and dones.
     #[arg(long, value_enum, default_value_t = AckArg::Forced)]
     claim_ack: AckArg,
     /// Long-poll wait of the followers' FETCH requests.
     #[arg(long, default_value_t = DEFAULT_FOLLOW_MAX_WAIT_MS)]
     follow_max_wait_ms: u64,
+    /// Largest difference between two workers' clocks to allow for: the worker stops working at
+    /// lease - this (default: a tenth of the lease). Must be below the lease.
+    #[arg(long)]
+    max_clock_skew_ms: Option<u64>,
+    /// Which record kinds to write: 1 (claims, extends, dones) or 2 (also a release at a clean
+    /// shutdown). Raise to 2 only once every worker and verifier runs a version that reads it.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::V1)]
+    protocol_level: ProtocolArg,
     /// How long to keep trying to reach the broker at start.
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
@@ -84,9 +98,12 @@ async fn main() -> anyhow::Result<()> {
         pick: cli.pick.into(),
         queue: QueueConfig {
             max_expired_leases: cli.max_expired_leases,
+            max_lease_ms: cli.max_lease_ms,
         },
         claim_ack: cli.claim_ack.into(),
         follow_max_wait_ms: cli.follow_max_wait_ms,
+        max_clock_skew_ms: cli.max_clock_skew_ms,
+        protocol: cli.protocol_level.into(),
     };
     config.validate()?;
     let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;

@@ -6,7 +6,7 @@
 //! * [`record`] — the records of the `tasks` and `claims` partitions and their versioned encoding;
 //! * [`state`] — the verdict: a deterministic state machine over the two logs;
 //! * [`verify`] — a pure check of both logs against the queue's invariants, with a summary;
-//! * [`pick`] — how a worker chooses among the claimable tasks;
+//! * [`pick`] — how a worker chooses among the claimable tasks (first, random, rendezvous);
 //! * [`worker`] — the worker that runs the protocol against a broker, plus submitting tasks and
 //!   reading both logs (this part does I/O).
 //!

@@ -4,7 +4,8 @@
 //!
 //! * `tasks` holds [`Task`] records: work to be done.
 //! * `claims` holds [`ClaimsRecord`]s: a [`Claim`] asks for a task, an [`Extend`] renews the
-//!   lease of the current holder, a [`Done`] commits a result.
+//!   lease of the current holder, a [`Done`] commits a result, a [`Release`] hands a task back,
+//!   a [`Heartbeat`] says an idle worker is alive.
 //!
 //! # Why a version byte in front of postcard
 //!
@@ -23,17 +24,62 @@
 //! the same for every reader (see [`crate::queue::state`]). A record that some readers can decode
 //! and others skip would split their verdicts. A new version may therefore only be *written*
 //! after every reader has been upgraded to *read* it.
-
+//!
+//! # Rolling out a new record kind: protocol levels
+//!
+//! The same rule holds for a new *kind* of record — a new variant at the end of
+//! [`ClaimsRecord`], which keeps format version 1: a reader that does not know the variant
+//! refuses it as [`DecodeError::Malformed`] and skips it, while readers that know it apply it,
+//! and their verdicts split. So reading and writing are rolled out apart: this code *reads* every
+//! kind it knows, always, and *writes* the newer kinds only when its [`ProtocolLevel`] says so.
+//!
+//! 1. Upgrade every reader (every worker, the verifier, the load harness) with the writers held
+//!    at the old level ([`ProtocolLevel::V1`], the default).
+//! 2. Once no reader of the old code is left, raise the level of the writers
+//!    (`--protocol-level 2`).
+//!
+//! Going back down is the same in reverse: lower the writers first; readers that know the new
+//! kinds keep reading the ones already in the log.
 mod claims;
 mod task;
 
-pub use claims::{Claim, ClaimsRecord, Done, Extend};
+pub use claims::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 pub use task::Task;
 
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The format version this code writes and the only one it reads.
 pub const FORMAT_VERSION: u8 = 1;
+
+/// Which record kinds a writer may write (readers read every kind this code knows, whatever
+/// the level). See the module docs for the rollout it gates.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+pub enum ProtocolLevel {
+    /// `Claim`, `Extend`, `Done`: what every reader since the first release knows. The
+    /// default, so that a fleet upgraded one worker at a time never writes a record some of its
+    /// readers would skip.
+    #[default]
+    V1,
+    /// Also `Release` (variant 3): a holder that stops cleanly hands its task back at once; and
+    /// `Heartbeat` (variant 4): an idle worker's sign of life, which
+    /// [`Pick::Rendezvous`](crate::queue::pick::Pick) needs. Raise a fleet to it only once every
+    /// reader runs code that knows both.
+    V2,
+}
+
+impl ProtocolLevel {
+    /// Whether a writer at this level writes [`Release`] records.
+    pub fn writes_releases(self) -> bool {
+        self >= Self::V2
+    }
+
+    /// Whether a writer at this level writes [`Heartbeat`] records.
+    pub fn writes_heartbeats(self) -> bool {
+        self >= Self::V2
+    }
+}
 
 /// Why a byte string is not a record this code understands.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use super::event::{Event, TaskEvent};
 ///
 /// Identities that hold by construction (and are checked by tests):
 /// `claims == wins + lost_races + dead_lettered` (each dead-lettering is caused by one claim) and
-/// `expired_leases == (wins − tasks with at least one win) + dead_lettered`.
+/// `expired_leases == (wins − tasks with at least one win − releases) + dead_lettered`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Distinct tasks submitted.
@@ -36,6 +36,15 @@ pub struct Counters {
     pub fenced_dones: u64,
     /// Repeats of an accepted done by the same holder (no effect, no lost work).
     pub repeated_dones: u64,
+    /// Releases that handed a lease back.
+    #[serde(default)]
+    pub releases: u64,
+    /// Releases that had no effect.
+    #[serde(default)]
+    pub void_releases: u64,
+    /// Heartbeats of idle workers.
+    #[serde(default)]
+    pub heartbeats: u64,
 }
 
 impl Counters {
@@ -48,10 +57,10 @@ impl Counters {
 
     pub(crate) fn count(&mut self, event: &Event) {
         match event {
-            Event::ClaimWon { attempt, .. } => {
+            Event::ClaimWon { after_expiry, .. } => {
                 self.claims += 1;
                 self.wins += 1;
-                if *attempt > 1 {
+                if *after_expiry {
                     self.expired_leases += 1;
                 }
             }
@@ -69,6 +78,9 @@ impl Counters {
             Event::DoneAccepted { .. } => self.dones_accepted += 1,
             Event::DoneRepeated { .. } => self.repeated_dones += 1,
             Event::DoneFenced { .. } => self.fenced_dones += 1,
+            Event::Released { .. } => self.releases += 1,
+            Event::ReleaseVoid { .. } => self.void_releases += 1,
+            Event::Heartbeat { .. } => self.heartbeats += 1,
         }
     }
 }

@@ -37,8 +37,12 @@ pub enum Event {
         token: i64,
         /// `claimed_at_ms + lease_ms` of the claim.
         expires_at_ms: u64,
-        /// 1 for the first win on this task, 2 after one expired lease, and so on.
+        /// 1 for the first win on this task, 2 for the second (after an expired lease or a
+        /// release), and so on.
         attempt: u32,
+        /// The claim superseded a lease that had expired (counted in the task's expired leases);
+        /// `false` for a first win and for a win after a release.
+        after_expiry: bool,
     },
     /// The claim lost; nothing changed.
     ClaimLost {
@@ -98,12 +102,35 @@ pub enum Event {
         /// Why it was refused.
         reason: Rejection,
     },
+    /// The holder released its lease: the task is free at once, and no expiry is counted.
+    Released {
+        /// The task.
+        task_id: Uuid,
+        /// The released lease's token.
+        token: i64,
+    },
+    /// A worker's heartbeat: it counts as live until `live_until_ms`. About no task.
+    Heartbeat {
+        /// The worker.
+        worker_id: Uuid,
+        /// `at_ms + lease_ms` of the heartbeat.
+        live_until_ms: u64,
+    },
+    /// The release had no effect (reasons as for extends).
+    ReleaseVoid {
+        /// The task named by the release.
+        task_id: Uuid,
+        /// The token the release carried.
+        token: i64,
+        /// Why it is void.
+        reason: Rejection,
+    },
 }
 
 impl Event {
-    /// The task the event is about.
-    pub fn task_id(&self) -> Uuid {
-        match self {
+    /// The task the event is about; `None` for a heartbeat.
+    pub fn task_id(&self) -> Option<Uuid> {
+        Some(match self {
             Self::ClaimWon { task_id, .. }
             | Self::ClaimLost { task_id, .. }
             | Self::TaskDeadLettered { task_id, .. }
@@ -111,8 +138,11 @@ impl Event {
             | Self::ExtendVoid { task_id, .. }
             | Self::DoneAccepted { task_id, .. }
             | Self::DoneRepeated { task_id, .. }
-            | Self::DoneFenced { task_id, .. } => *task_id,
-        }
+            | Self::DoneFenced { task_id, .. }
+            | Self::Released { task_id, .. }
+            | Self::ReleaseVoid { task_id, .. } => *task_id,
+            Self::Heartbeat { .. } => return None,
+        })
     }
 }
 
@@ -139,6 +169,14 @@ pub enum ClaimLostReason {
     },
     /// The task is dead-lettered.
     DeadLettered,
+    /// The claim asked for a lease longer than [`QueueConfig::max_lease_ms`](super::QueueConfig):
+    /// void, whatever the task's state (checked first).
+    LeaseTooLong {
+        /// The lease asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
+    },
 }
 
 /// Why an extend is void or a done is fenced. Checked in the order listed.
@@ -151,7 +189,7 @@ pub enum Rejection {
         /// The token it completed under.
         token: i64,
     },
-    /// No claim on this task has ever won, so no token is current.
+    /// No token is current: no claim on this task has ever won, or the holder released it.
     NeverClaimed,
     /// The record's token is not the current lease's: another claim has won since (or the token
     /// never belonged to this task).
@@ -165,10 +203,18 @@ pub enum Rejection {
         /// The holder of the current lease.
         holder_worker_id: Uuid,
     },
-    /// Extends only: `extended_at_ms` was not before the lease's expiry, so the lease had lapsed
+    /// Extends and releases: the record's timestamp was not before the lease's expiry, so the lease had lapsed
     /// and cannot be renewed (a new claim is needed).
     Expired {
         /// The expiry that had passed.
         expires_at_ms: u64,
+    },
+    /// Extends only: the extend asked for a lease longer than
+    /// [`QueueConfig::max_lease_ms`](super::QueueConfig), so it renews nothing.
+    LeaseTooLong {
+        /// The lease asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
     },
 }

@@ -7,6 +7,9 @@
 //!
 //! # Rules (see `docs/task-queue.md` for the argument behind each)
 //!
+//! * **Lease maximum.** A claim or an extend asking for more than
+//!   [`QueueConfig::max_lease_ms`] is void, whatever the task's state; a void claim counts no
+//!   expiry.
 //! * **Claim.** Wins if the task is not done, not dead-lettered, and either no claim has won it
 //!   yet or the current lease had expired at the claim's own timestamp
 //!   (`claimed_at_ms >= expires_at_ms`). The winning claim's offset is the **fencing token**; the
@@ -16,6 +19,8 @@
 //!   it moves the task to the dead-letter state ([`Event::TaskDeadLettered`]).
 //! * **Extend.** Renews the lease to `extended_at_ms + lease_ms` if it carries the current token,
 //!   comes from the holder, and `extended_at_ms < expires_at_ms`. Otherwise void.
+//! * **Release.** Frees the task at once (unclaimed again, no expiry counted) if it carries the
+//!   current token, comes from the holder, and `released_at_ms < expires_at_ms`. Otherwise void.
 //! * **Done.** Accepted if it carries the current token and comes from the holder, whenever it
 //!   arrives, as long as no later claim has won (which would have changed the token). Refused
 //!   ("fenced") otherwise. A repeat of the accepted done by the same holder is a no-op.
@@ -38,6 +43,12 @@
 //! the same index) take a clock reading, and they only propose candidates; the verdict on the
 //! resulting claim is made from the timestamps in the records.
 //!
+//! # Heartbeats
+//!
+//! A [`Heartbeat`](crate::queue::record::Heartbeat) is about its writer, not a task: it gets
+//! [`Event::Heartbeat`] and changes no task. Every record notes its writer as live for the lease
+//! it states (`liveness.rs`), which only [`rendezvous_pick`](QueueState::rendezvous_pick) reads.
+//!
 //! # Picking without a scan
 //!
 //! Every worker picks a task before every claim. The state keeps its open tasks in an index
@@ -48,6 +59,7 @@ mod claimable;
 mod config;
 mod counters;
 mod event;
+mod liveness;
 mod task_state;
 mod verdict;
 
@@ -55,7 +67,7 @@ mod verdict;
 mod tests;
 
 pub use claimable::Candidates;
-pub use config::{DEFAULT_MAX_EXPIRED_LEASES, QueueConfig};
+pub use config::{DEFAULT_MAX_EXPIRED_LEASES, DEFAULT_MAX_LEASE_MS, QueueConfig};
 pub use counters::Counters;
 pub use event::{ClaimLostReason, Event, Rejection, TaskEvent};
 pub use task_state::{Lease, Submission, TaskState, TaskStatus};
@@ -67,9 +79,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::queue::pick::Pick;
+use crate::queue::pick::{Pick, Ranked, rendezvous};
 use crate::queue::record::{ClaimsRecord, Task};
 use claimable::ClaimableIndex;
+use liveness::Liveness;
 
 /// Which partition an offset belongs to (for error messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +145,8 @@ pub struct QueueState {
     /// Submitted, unfinished tasks, indexed for [`candidates`](Self::candidates). Kept in step
     /// with `tasks`: every change to a [`TaskState`] is followed by [`ClaimableIndex::update`].
     open: ClaimableIndex,
+    /// Which workers are live and idle, from their records: for rendezvous picks only.
+    liveness: Liveness,
     counters: Counters,
     last_task_offset: Option<i64>,
     last_claims_offset: Option<i64>,
@@ -144,6 +159,7 @@ impl QueueState {
             config,
             tasks: HashMap::new(),
             open: ClaimableIndex::default(),
+            liveness: Liveness::default(),
             counters: Counters::default(),
             last_task_offset: None,
             last_claims_offset: None,
@@ -191,7 +207,15 @@ impl QueueState {
     ) -> Result<Event, ApplyError> {
         check_next_offset(LogName::Claims, self.last_claims_offset, offset)?;
         self.last_claims_offset = Some(offset);
-        let event = verdict::apply(&mut self.tasks, &mut self.open, self.config, offset, record);
+        let event = match record {
+            // About its writer, not a task: no verdict to reach, only its liveness to note.
+            ClaimsRecord::Heartbeat(heartbeat) => Event::Heartbeat {
+                worker_id: heartbeat.worker_id,
+                live_until_ms: heartbeat.at_ms.saturating_add(heartbeat.lease_ms),
+            },
+            _ => verdict::apply(&mut self.tasks, &mut self.open, self.config, offset, record),
+        };
+        self.liveness.note(record, &event);
         self.counters.count(&event);
         Ok(event)
     }
@@ -212,6 +236,26 @@ impl QueueState {
     /// open tasks.
     pub fn pick<R: Rng + ?Sized>(&self, now_ms: u64, pick: Pick, rng: &mut R) -> Option<Uuid> {
         pick.choose(&self.candidates(now_ms), rng)
+    }
+
+    /// A [`Pick::Rendezvous`] for worker `me` at `now_ms`: the first scanned candidate `me` ranks
+    /// first among the idle live workers, else the one where it ranks best (`ranked_first:
+    /// false`). Costs O(workers) plus at most [`RENDEZVOUS_SCAN`](crate::queue::pick::RENDEZVOUS_SCAN)
+    /// × idle workers hashes.
+    pub fn rendezvous_pick<R: Rng + ?Sized>(
+        &self,
+        now_ms: u64,
+        me: Uuid,
+        rng: &mut R,
+    ) -> Option<Ranked> {
+        let idle: Vec<Uuid> = self.liveness.idle_at(now_ms).collect();
+        rendezvous::choose(&self.candidates(now_ms), me, &idle, rng)
+    }
+
+    /// The workers live at `now_ms` by the claims log: their last record is younger than the
+    /// lease it stated (see `liveness.rs`). O(workers ever seen).
+    pub fn live_workers(&self, now_ms: u64) -> Vec<Uuid> {
+        self.liveness.live_at(now_ms).collect()
     }
 
     /// The [`candidates`](Self::candidates) at `now_ms`, oldest submission first. Meant for

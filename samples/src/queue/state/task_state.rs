@@ -43,7 +43,8 @@ pub struct Submission {
 /// The task's position in its life cycle, derived from the claims log only (no clock involved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskStatus {
-    /// No claim has won yet.
+    /// No lease is current: no claim has won yet, or its holder released it (see
+    /// [`TaskState::releases`]).
     Unclaimed,
     /// A claim has won and the task is not finished. The lease may have lapsed by now — only a
     /// clock can say, see [`Lease::is_live_at`] — but it stays current until a later claim
@@ -81,6 +82,8 @@ pub struct TaskState {
     pub wins: u32,
     /// Leases that expired and were superseded by a later claim.
     pub expired_leases: u32,
+    /// Leases handed back by a valid release (they count no expiry).
+    pub releases: u32,
 }
 
 impl TaskState {
@@ -92,6 +95,7 @@ impl TaskState {
             status: TaskStatus::Unclaimed,
             wins: 0,
             expired_leases: 0,
+            releases: 0,
         }
     }
 

@@ -58,6 +58,7 @@ fn done(task: u128, by: u128, token: i64, at_ms: u64) -> ClaimsRecord {
 fn config(max_expired_leases: u32) -> QueueConfig {
     QueueConfig {
         max_expired_leases: NonZeroU32::new(max_expired_leases).expect("non-zero"),
+        ..QueueConfig::default()
     }
 }
 
@@ -101,6 +102,7 @@ fn the_first_claim_wins_and_its_offset_is_the_token() {
             token: offset,
             expires_at_ms: T0_MS + LEASE_MS,
             attempt: 1,
+            after_expiry: false,
         }
     );
     assert_eq!(log.state.lease(task_id(1)).map(|l| l.token), Some(offset));
@@ -477,4 +479,63 @@ fn every_claim_is_counted_as_a_win_a_lost_race_or_a_dead_letter() {
         counters.claims,
         counters.wins + counters.lost_races + counters.dead_lettered
     );
+}
+
+fn release(task: u128, by: u128, token: i64, at_ms: u64) -> ClaimsRecord {
+    ClaimsRecord::Release(crate::queue::record::Release {
+        task_id: task_id(task),
+        worker_id: worker(by),
+        token,
+        released_at_ms: at_ms,
+    })
+}
+
+#[test]
+fn a_release_by_the_holder_frees_the_task_at_once_without_an_expiry() {
+    let mut log = Log::new(1);
+    let (token, _) = log.append(&claim(1, 1, T0_MS));
+    let (_, released) = log.append(&release(1, 1, token, T0_MS + 1));
+    assert_eq!(
+        released,
+        Event::Released {
+            task_id: task_id(1),
+            token
+        }
+    );
+    assert!(
+        log.state
+            .task(task_id(1))
+            .unwrap()
+            .is_claimable_at(T0_MS + 2)
+    );
+    // With max_expired_leases = 1, a claim after an expiry would dead-letter the task; after a
+    // release it wins.
+    let (_, event) = log.append(&claim(1, 2, T0_MS + 2));
+    assert!(
+        matches!(
+            event,
+            Event::ClaimWon {
+                attempt: 2,
+                after_expiry: false,
+                ..
+            }
+        ),
+        "{event:?}"
+    );
+    assert_eq!(log.state.counters().expired_leases, 0);
+    assert_eq!(log.state.counters().releases, 1);
+}
+
+#[test]
+fn a_release_from_anyone_but_the_live_holder_is_void() {
+    let mut log = Log::new(3);
+    let (token, _) = log.append(&claim(1, 1, T0_MS));
+    let void = |event: Event| matches!(event, Event::ReleaseVoid { .. });
+    // Another worker with the holder's token, the holder with another token, the holder after
+    // its lease lapsed.
+    assert!(void(log.append(&release(1, 2, token, T0_MS + 1)).1));
+    assert!(void(log.append(&release(1, 1, token + 100, T0_MS + 1)).1));
+    assert!(void(log.append(&release(1, 1, token, T0_MS + LEASE_MS)).1));
+    assert_eq!(log.state.lease(task_id(1)).map(|l| l.token), Some(token));
+    assert_eq!(log.state.counters().void_releases, 3);
 }

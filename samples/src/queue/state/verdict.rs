@@ -15,7 +15,7 @@ use super::claimable::ClaimableIndex;
 use super::config::QueueConfig;
 use super::event::{ClaimLostReason, Event, Rejection};
 use super::task_state::{Lease, TaskState, TaskStatus};
-use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Release};
 
 /// Applies one claims record at `offset` to its task and returns the verdict: the one entry
 /// point of the rules below ([`QueueState::apply_claims_record`](super::QueueState::apply_claims_record)
@@ -27,7 +27,9 @@ pub(super) fn apply(
     offset: i64,
     record: &ClaimsRecord,
 ) -> Event {
-    let task_id = record.task_id();
+    let Some(task_id) = record.task_id() else {
+        unreachable!("the state applies heartbeats itself: they name no task")
+    };
     let event = match record {
         // A claim may name a task whose record this reader has not read yet (see "Tasks the
         // claims reader has not seen yet" in `state`): it is judged all the same.
@@ -39,11 +41,21 @@ pub(super) fn apply(
         }
         // No state means nothing was ever claimed for the task: no token can be current.
         ClaimsRecord::Extend(extend) => match tasks.get_mut(&task_id) {
-            Some(task) => judge_extend(task, extend),
+            Some(task) => judge_extend(task, extend, config),
             None => {
                 return Event::ExtendVoid {
                     task_id,
                     token: extend.token,
+                    reason: Rejection::NeverClaimed,
+                };
+            }
+        },
+        ClaimsRecord::Release(release) => match tasks.get_mut(&task_id) {
+            Some(task) => judge_release(task, release),
+            None => {
+                return Event::ReleaseVoid {
+                    task_id,
+                    token: release.token,
                     reason: Rejection::NeverClaimed,
                 };
             }
@@ -58,6 +70,7 @@ pub(super) fn apply(
                 };
             }
         },
+        ClaimsRecord::Heartbeat(_) => unreachable!("a heartbeat has no task_id"),
     };
     // The claimable index follows the verdict: an optimisation for picking, skip it on a first
     // read (`claimable/`).
@@ -68,6 +81,9 @@ pub(super) fn apply(
 }
 
 /// Judges a claim at `offset`.
+///
+/// A claim asking for more than `max_lease_ms` is void first, whatever the task's state: it
+/// neither wins nor counts an expiry.
 ///
 /// Wins if the task is neither done nor dead-lettered and either nobody ever won it or the
 /// current lease had expired at the claim's own `claimed_at_ms` (`claimed_at_ms >=
@@ -80,6 +96,15 @@ pub(super) fn judge_claim(
     config: QueueConfig,
 ) -> Event {
     let task_id = task.task_id;
+    if claim.lease_ms > config.max_lease_ms {
+        return Event::ClaimLost {
+            task_id,
+            reason: ClaimLostReason::LeaseTooLong {
+                lease_ms: claim.lease_ms,
+                max_lease_ms: config.max_lease_ms,
+            },
+        };
+    }
     match &task.status {
         TaskStatus::DeadLettered { .. } => Event::ClaimLost {
             task_id,
@@ -109,14 +134,14 @@ pub(super) fn judge_claim(
                     expired_leases: task.expired_leases,
                 }
             } else {
-                grant(task, offset, claim)
+                grant(task, offset, claim, true)
             }
         }
-        TaskStatus::Unclaimed => grant(task, offset, claim),
+        TaskStatus::Unclaimed => grant(task, offset, claim, false),
     }
 }
 
-fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
+fn grant(task: &mut TaskState, offset: i64, claim: &Claim, after_expiry: bool) -> Event {
     let lease = Lease {
         token: offset,
         worker_id: claim.worker_id,
@@ -132,6 +157,7 @@ fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
         token: lease.token,
         expires_at_ms: lease.expires_at_ms,
         attempt: task.wins,
+        after_expiry,
     };
     task.status = TaskStatus::Leased(lease);
     event
@@ -139,8 +165,8 @@ fn grant(task: &mut TaskState, offset: i64, claim: &Claim) -> Event {
 
 /// Judges an extend: it renews the lease (new expiry `extended_at_ms + lease_ms`) only if it
 /// carries the current token, comes from the holder, and was written before the lease expired
-/// (`extended_at_ms < expires_at_ms`). Otherwise it is void.
-pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend) -> Event {
+/// (`extended_at_ms < expires_at_ms`), asking for at most `max_lease_ms`. Otherwise it is void.
+pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend, config: QueueConfig) -> Event {
     let task_id = task.task_id;
     let lease = match current_lease(task, extend.token, extend.worker_id) {
         Ok(lease) => lease,
@@ -161,12 +187,56 @@ pub(super) fn judge_extend(task: &mut TaskState, extend: &Extend) -> Event {
             },
         };
     }
+    if extend.lease_ms > config.max_lease_ms {
+        return Event::ExtendVoid {
+            task_id,
+            token: extend.token,
+            reason: Rejection::LeaseTooLong {
+                lease_ms: extend.lease_ms,
+                max_lease_ms: config.max_lease_ms,
+            },
+        };
+    }
     lease.expires_at_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
     lease.extends += 1;
     Event::Extended {
         task_id,
         token: lease.token,
         expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+/// Judges a release: it frees the task (back to [`TaskStatus::Unclaimed`], counting no expiry)
+/// only if it carries the current token, comes from the holder, and was written before the lease
+/// expired (`released_at_ms < expires_at_ms`) — the same conditions as an extend. A lease that
+/// lapsed first counts as expired when the task is claimed again: a holder that let it lapse did
+/// not stop cleanly, whatever it writes afterwards. Otherwise void.
+pub(super) fn judge_release(task: &mut TaskState, release: &Release) -> Event {
+    let task_id = task.task_id;
+    let lease = match current_lease(task, release.token, release.worker_id) {
+        Ok(lease) => lease,
+        Err(reason) => {
+            return Event::ReleaseVoid {
+                task_id,
+                token: release.token,
+                reason,
+            };
+        }
+    };
+    if !lease.is_live_at(release.released_at_ms) {
+        return Event::ReleaseVoid {
+            task_id,
+            token: release.token,
+            reason: Rejection::Expired {
+                expires_at_ms: lease.expires_at_ms,
+            },
+        };
+    }
+    task.status = TaskStatus::Unclaimed;
+    task.releases += 1;
+    Event::Released {
+        task_id,
+        token: release.token,
     }
 }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::TraceStep;
 use super::violation::Violation;
 use crate::queue::record::ClaimsRecord;
-use crate::queue::state::Event;
+use crate::queue::state::{Event, QueueConfig};
 
 /// What the trace says about one task, for the summary and the lost-task check.
 #[derive(Debug, Default)]
@@ -21,8 +21,10 @@ pub(super) struct TaskFacts {
     pub accepted_dones: u32,
     /// A claim dead-lettered the task.
     pub dead_lettered: bool,
-    /// Expiry of the last granted lease (after valid extends), if any claim won.
+    /// Expiry of the last granted lease (after valid extends), if a lease is current.
     pub lease_expires_at_ms: Option<u64>,
+    /// When the last lease was released, if it was and no claim has won since.
+    pub released_at_ms: Option<u64>,
 }
 
 /// Event totals, counted here independently of [`crate::queue::state::Counters`].
@@ -37,6 +39,8 @@ pub(super) struct TraceCounts {
     pub dones_accepted: u64,
     pub fenced_dones: u64,
     pub repeated_dones: u64,
+    pub releases: u64,
+    pub void_releases: u64,
 }
 
 /// The lease as this check tracks it.
@@ -51,13 +55,16 @@ struct Holder {
 pub(super) fn check_task(
     task_id: Uuid,
     steps: &[&TraceStep],
-    max_expired_leases: u32,
+    queue: QueueConfig,
     counts: &mut TraceCounts,
     violations: &mut Vec<Violation>,
 ) -> TaskFacts {
+    let max_expired_leases = queue.max_expired_leases.get();
     let mut facts = TaskFacts::default();
     let mut holder: Option<Holder> = None;
     let mut first_accepted_token: Option<i64> = None;
+    // Leases superseded after they expired (a release supersedes nothing).
+    let mut expired = 0_u32;
 
     for step in steps {
         let offset = step.offset;
@@ -73,6 +80,7 @@ pub(super) fn check_task(
         let finished = first_accepted_token.is_some() || facts.dead_lettered;
         match (&step.record, &step.event) {
             (ClaimsRecord::Claim(claim), Event::ClaimWon { token, .. }) => {
+                check_lease_length(claim.lease_ms, queue, offset, task_id, violations);
                 if *token != offset {
                     violations.push(Violation::TokenIsNotClaimOffset {
                         offset,
@@ -83,19 +91,21 @@ pub(super) fn check_task(
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
-                let wins_before = facts.wins.len() as u32;
-                if wins_before >= max_expired_leases {
+                let expired_after = expired + u32::from(holder.is_some());
+                if expired_after >= max_expired_leases {
                     violations.push(Violation::AttemptLimitBroken {
                         offset,
                         task_id,
-                        wins: wins_before,
+                        wins: expired_after,
                         max_expired_leases,
                     });
                 }
                 if let Some(previous) = holder {
                     check_lapsed(previous, claim.claimed_at_ms, offset, task_id, violations);
                     counts.expired_leases += 1;
+                    expired += 1;
                 }
+                facts.released_at_ms = None;
                 let granted = Holder {
                     token: offset,
                     worker_id: claim.worker_id,
@@ -108,12 +118,12 @@ pub(super) fn check_task(
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
-                let wins_before = facts.wins.len() as u32;
-                if wins_before != max_expired_leases {
+                let expired_after = expired + u32::from(holder.is_some());
+                if expired_after != max_expired_leases {
                     violations.push(Violation::AttemptLimitBroken {
                         offset,
                         task_id,
-                        wins: wins_before,
+                        wins: expired_after,
                         max_expired_leases,
                     });
                 }
@@ -124,6 +134,7 @@ pub(super) fn check_task(
                 facts.dead_lettered = true;
             }
             (ClaimsRecord::Extend(extend), Event::Extended { .. }) => {
+                check_lease_length(extend.lease_ms, queue, offset, task_id, violations);
                 if finished {
                     violations.push(after_finish(step, task_id));
                 }
@@ -132,6 +143,23 @@ pub(super) fn check_task(
                 {
                     current.expires_at_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
                 }
+            }
+            (ClaimsRecord::Release(release), Event::Released { .. }) => {
+                if finished {
+                    violations.push(after_finish(step, task_id));
+                }
+                let from_holder = holder
+                    .is_some_and(|h| h.token == release.token && h.worker_id == release.worker_id);
+                if !from_holder {
+                    violations.push(Violation::ReleaseWithoutCurrentToken {
+                        offset,
+                        task_id,
+                        token: release.token,
+                        current_token: holder.map(|h| h.token),
+                    });
+                }
+                holder = None;
+                facts.released_at_ms = Some(release.released_at_ms);
             }
             (ClaimsRecord::Done(done), Event::DoneAccepted { .. }) => {
                 if let Some(first_token) = first_accepted_token {
@@ -181,6 +209,28 @@ fn count(event: &Event, counts: &mut TraceCounts) {
         Event::DoneAccepted { .. } => counts.dones_accepted += 1,
         Event::DoneRepeated { .. } => counts.repeated_dones += 1,
         Event::DoneFenced { .. } => counts.fenced_dones += 1,
+        Event::Released { .. } => counts.releases += 1,
+        Event::ReleaseVoid { .. } => counts.void_releases += 1,
+        // Heartbeats are never grouped under a task (`verify_trace` counts them).
+        Event::Heartbeat { .. } => {}
+    }
+}
+
+/// No lease granted or renewed is longer than the queue's maximum.
+fn check_lease_length(
+    lease_ms: u64,
+    queue: QueueConfig,
+    offset: i64,
+    task_id: Uuid,
+    violations: &mut Vec<Violation>,
+) {
+    if lease_ms > queue.max_lease_ms {
+        violations.push(Violation::LeaseTooLong {
+            offset,
+            task_id,
+            lease_ms,
+            max_lease_ms: queue.max_lease_ms,
+        });
     }
 }
 
@@ -216,7 +266,7 @@ fn event_matches_record(step: &TraceStep) -> Result<(), String> {
     let record = &step.record;
     if step.event.task_id() != record.task_id() {
         return Err(format!(
-            "event names task {} but the record names {}",
+            "event names task {:?} but the record names {:?}",
             step.event.task_id(),
             record.task_id()
         ));
@@ -288,12 +338,27 @@ fn event_matches_record(step: &TraceStep) -> Result<(), String> {
                 ))
             }
         }
+        (
+            ClaimsRecord::Release(release),
+            Event::Released { token, .. } | Event::ReleaseVoid { token, .. },
+        ) => {
+            if *token == release.token {
+                Ok(())
+            } else {
+                Err(format!(
+                    "release verdict reports token {token}, the release carries {}",
+                    release.token
+                ))
+            }
+        }
         (record, event) => Err(format!(
             "a {} record cannot produce {event:?}",
             match record {
                 ClaimsRecord::Claim(_) => "claim",
                 ClaimsRecord::Extend(_) => "extend",
                 ClaimsRecord::Done(_) => "done",
+                ClaimsRecord::Release(_) => "release",
+                ClaimsRecord::Heartbeat(_) => "heartbeat",
             }
         )),
     }

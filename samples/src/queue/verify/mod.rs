@@ -176,10 +176,23 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.tasks = submission_order.len() as u64;
 
     // The claims log, grouped by task in order of first appearance.
+    let mut disagreements_outside_tasks = Vec::new();
     let mut steps_by_task: HashMap<Uuid, Vec<&TraceStep>> = HashMap::new();
     let mut claim_order = Vec::new();
     for step in trace {
-        let task_id = step.record.task_id();
+        let Some(task_id) = step.record.task_id() else {
+            // A heartbeat: about its writer, checked only for fitting its record.
+            if matches!(step.event, Event::Heartbeat { .. }) {
+                summary.heartbeats += 1;
+            } else {
+                disagreements_outside_tasks.push(Violation::EventDoesNotMatchRecord {
+                    offset: step.offset,
+                    task_id: Uuid::nil(),
+                    detail: format!("a heartbeat cannot produce {:?}", step.event),
+                });
+            }
+            continue;
+        };
         steps_by_task
             .entry(task_id)
             .or_insert_with(|| {
@@ -210,7 +223,12 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
         let steps = &steps_by_task[task_id];
         let records: Vec<&ClaimsRecord> = steps.iter().map(|step| &step.record).collect();
         let offsets: Vec<i64> = steps.iter().map(|step| step.offset).collect();
-        let expected = reference::expected_verdicts(&records, &offsets, max_expired_leases);
+        let expected = reference::expected_verdicts(
+            &records,
+            &offsets,
+            max_expired_leases,
+            config.queue.max_lease_ms,
+        );
         for (step, expected) in steps.iter().zip(expected) {
             if VerdictKind::of(&step.event) != expected {
                 disagreements.push(Violation::VerdictDisagreement {
@@ -224,7 +242,7 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
         let facts = invariants::check_task(
             *task_id,
             steps,
-            max_expired_leases,
+            config.queue,
             &mut counts,
             &mut invariant_violations,
         );
@@ -243,6 +261,8 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.dones_accepted = counts.dones_accepted;
     summary.fenced_dones = counts.fenced_dones;
     summary.repeated_dones = counts.repeated_dones;
+    summary.releases = counts.releases;
+    summary.void_releases = counts.void_releases;
 
     let mut lost_violations = Vec::new();
     for task_id in &submission_order {
@@ -265,6 +285,7 @@ pub fn verify_trace(tasks: &[(i64, Task)], trace: &[TraceStep], config: &VerifyC
     summary.never_completed = summary.tasks - summary.completed;
 
     let mut violations = unknown_task_violations;
+    violations.append(&mut disagreements_outside_tasks);
     violations.append(&mut disagreements);
     violations.append(&mut invariant_violations);
     violations.append(&mut lost_violations);
@@ -297,9 +318,11 @@ fn classify(
     if lease_expires_at_ms.is_some_and(|expires_at_ms| config.as_of_ms < expires_at_ms) {
         return Outcome::InFlight;
     }
-    let idle_since_ms = lease_expires_at_ms.map_or(submitted_at_ms, |expires_at_ms| {
-        expires_at_ms.max(submitted_at_ms)
-    });
+    // Idle since the last lease lapsed, or was released, or since submission.
+    let released_at_ms = facts.and_then(|facts| facts.released_at_ms);
+    let idle_since_ms = lease_expires_at_ms
+        .or(released_at_ms)
+        .map_or(submitted_at_ms, |since_ms| since_ms.max(submitted_at_ms));
     if config.as_of_ms.saturating_sub(idle_since_ms) >= config.lost_after_ms {
         Outcome::Lost { idle_since_ms }
     } else {
@@ -319,7 +342,10 @@ fn confirmed_duplicates(steps: &[&TraceStep], wins: &[(i64, Uuid)]) -> u64 {
                     extend.token == token && extend.worker_id == worker_id
                 }
                 ClaimsRecord::Done(done) => done.token == token && done.worker_id == worker_id,
-                ClaimsRecord::Claim(_) => false,
+                ClaimsRecord::Release(release) => {
+                    release.token == token && release.worker_id == worker_id
+                }
+                ClaimsRecord::Claim(_) | ClaimsRecord::Heartbeat(_) => false,
             })
         })
         .count() as u64
@@ -374,6 +400,13 @@ fn cross_check_counters(counters: &Counters, summary: &Summary, violations: &mut
             counters.repeated_dones,
             summary.repeated_dones,
         ),
+        ("releases", counters.releases, summary.releases),
+        (
+            "void_releases",
+            counters.void_releases,
+            summary.void_releases,
+        ),
+        ("heartbeats", counters.heartbeats, summary.heartbeats),
     ];
     for (counter, state_machine, trace) in pairs {
         if state_machine != trace {

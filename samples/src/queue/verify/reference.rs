@@ -16,6 +16,7 @@ pub(super) fn expected_verdicts(
     records: &[&ClaimsRecord],
     offsets: &[i64],
     max_expired_leases: u32,
+    max_lease_ms: u64,
 ) -> Vec<VerdictKind> {
     // (token, worker, expires_at_ms) of the current lease.
     let mut holder: Option<(i64, Uuid, u64)> = None;
@@ -28,7 +29,7 @@ pub(super) fn expected_verdicts(
     for (record, &offset) in records.iter().zip(offsets) {
         let verdict = match record {
             ClaimsRecord::Claim(claim) => {
-                if dead || completed_by.is_some() {
+                if claim.lease_ms > max_lease_ms || dead || completed_by.is_some() {
                     VerdictKind::ClaimLost
                 } else {
                     let lease_has_lapsed = match holder {
@@ -59,13 +60,30 @@ pub(super) fn expected_verdicts(
                         && completed_by.is_none()
                         && token == extend.token
                         && worker == extend.worker_id
-                        && extend.extended_at_ms < expires_at_ms =>
+                        && extend.extended_at_ms < expires_at_ms
+                        && extend.lease_ms <= max_lease_ms =>
                 {
                     let renewed_until_ms = extend.extended_at_ms.saturating_add(extend.lease_ms);
                     holder = Some((token, worker, renewed_until_ms));
                     VerdictKind::Extended
                 }
                 _ => VerdictKind::ExtendVoid,
+            },
+            // About no task: never grouped under one (the verifier counts heartbeats apart).
+            ClaimsRecord::Heartbeat(_) => VerdictKind::Heartbeat,
+            ClaimsRecord::Release(release) => match holder {
+                Some((token, worker, expires_at_ms))
+                    if !dead
+                        && completed_by.is_none()
+                        && token == release.token
+                        && worker == release.worker_id
+                        && release.released_at_ms < expires_at_ms =>
+                {
+                    // Handed back: the next claim wins without superseding (counting) a lease.
+                    holder = None;
+                    VerdictKind::Released
+                }
+                _ => VerdictKind::ReleaseVoid,
             },
             ClaimsRecord::Done(done) => {
                 let from_holder =

@@ -49,6 +49,15 @@ pub struct Summary {
     pub fenced_dones: u64,
     /// Repeats of an accepted done by the same holder.
     pub repeated_dones: u64,
+    /// Releases that handed a lease back (a clean shutdown of its holder).
+    #[serde(default)]
+    pub releases: u64,
+    /// Releases that had no effect.
+    #[serde(default)]
+    pub void_releases: u64,
+    /// Heartbeats of idle workers (about no task).
+    #[serde(default)]
+    pub heartbeats: u64,
     /// Claims naming a task absent from the `tasks` log.
     pub unknown_task_claims: u64,
     /// Records of either log that did not decode (only [`verify_encoded`](super::verify_encoded)

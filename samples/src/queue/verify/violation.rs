@@ -25,6 +25,12 @@ pub enum VerdictKind {
     DoneRepeated,
     /// [`Event::DoneFenced`].
     DoneFenced,
+    /// [`Event::Released`].
+    Released,
+    /// [`Event::ReleaseVoid`].
+    ReleaseVoid,
+    /// [`Event::Heartbeat`].
+    Heartbeat,
 }
 
 impl VerdictKind {
@@ -39,6 +45,9 @@ impl VerdictKind {
             Event::DoneAccepted { .. } => Self::DoneAccepted,
             Event::DoneRepeated { .. } => Self::DoneRepeated,
             Event::DoneFenced { .. } => Self::DoneFenced,
+            Event::Released { .. } => Self::Released,
+            Event::ReleaseVoid { .. } => Self::ReleaseVoid,
+            Event::Heartbeat { .. } => Self::Heartbeat,
         }
     }
 }
@@ -112,6 +121,30 @@ pub enum Violation {
         /// That lease's expiry.
         previous_expires_at_ms: u64,
     },
+    /// A claim won or an extend renewed a lease longer than the queue's `max_lease_ms`: one
+    /// writer could park the task for as long as it asked.
+    LeaseTooLong {
+        /// The record's offset.
+        offset: i64,
+        /// The task.
+        task_id: Uuid,
+        /// The lease the record asked for.
+        lease_ms: u64,
+        /// The queue's maximum.
+        max_lease_ms: u64,
+    },
+    /// A release was applied that did not carry the current lease's token and holder: a task
+    /// freed by someone who did not hold it.
+    ReleaseWithoutCurrentToken {
+        /// The release's offset.
+        offset: i64,
+        /// The task.
+        task_id: Uuid,
+        /// The token it carried.
+        token: i64,
+        /// The token that was current, if any.
+        current_token: Option<i64>,
+    },
     /// A second done was accepted for a task: its effect was committed twice.
     CompletedTwice {
         /// The second accepted done's offset.
@@ -152,7 +185,8 @@ pub enum Violation {
         offset: i64,
         /// The task.
         task_id: Uuid,
-        /// Winning claims before this record.
+        /// Expired leases this claim makes (winning claims before it, when no lease was
+        /// released: a release frees a task without counting an attempt against the limit).
         wins: u32,
         /// The configured `max_expired_leases`.
         max_expired_leases: u32,

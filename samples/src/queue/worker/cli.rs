@@ -7,6 +7,7 @@ use booblik_client::AckPolicy;
 use clap::{Args, ValueEnum};
 
 use crate::queue::pick::Pick;
+use crate::queue::record::ProtocolLevel;
 
 /// Default `--connect-wait-ms`: how long a queue binary keeps trying to reach the broker at
 /// start (containers start in any order).
@@ -36,6 +37,9 @@ pub enum PickArg {
     Random,
     /// The oldest claimable task (every worker goes for the same one).
     First,
+    /// Each worker its own order by rendezvous hashing over the live workers (needs
+    /// `--protocol-level 2`).
+    Rendezvous,
 }
 
 impl From<PickArg> for Pick {
@@ -43,6 +47,27 @@ impl From<PickArg> for Pick {
         match pick {
             PickArg::Random => Pick::Random,
             PickArg::First => Pick::First,
+            PickArg::Rendezvous => Pick::Rendezvous,
+        }
+    }
+}
+
+/// `--protocol-level` of `queue-worker`: which record kinds it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// Claims, extends and dones: what every reader knows (the default).
+    #[value(name = "1")]
+    V1,
+    /// Also releases at a clean shutdown: only once every reader runs code that knows them.
+    #[value(name = "2")]
+    V2,
+}
+
+impl From<ProtocolArg> for ProtocolLevel {
+    fn from(level: ProtocolArg) -> Self {
+        match level {
+            ProtocolArg::V1 => ProtocolLevel::V1,
+            ProtocolArg::V2 => ProtocolLevel::V2,
         }
     }
 }

@@ -9,13 +9,14 @@
 //!   it is written into every claim and extend, so readers agree on it whatever each worker
 //!   chooses, but it must respect the queue's retention (see `docs/task-queue.md`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use booblik_protocol::{AckPolicy, TopicName};
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::queue::pick::Pick;
+use crate::queue::record::ProtocolLevel;
 use crate::queue::state::QueueConfig;
 
 /// Default [`WorkerConfig::lease_ms`].
@@ -34,7 +35,9 @@ pub const EXTENDS_PER_LEASE: u64 = 3;
 /// [`WorkerConfigError::ExtendNotBeforeExpiry`]).
 pub const MIN_EXTENDS_PER_LEASE: u64 = 2;
 
-/// The longest lease a worker takes: one day.
+/// The longest lease a worker takes whatever the queue allows: one day (deadline arithmetic
+/// stays far from overflow). The queue's own maximum, [`QueueConfig::max_lease_ms`], is the
+/// bound every reader enforces in the verdict; a worker asks for at most the smaller of the two.
 pub const MAX_LEASE_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// How a worker runs. Build it with struct update syntax from [`Default`]:
@@ -82,6 +85,19 @@ pub struct WorkerConfig {
     /// Long-poll wait of the two followers' FETCH v2 requests: an idle worker sends about one
     /// FETCH per follower per this interval.
     pub follow_max_wait_ms: u64,
+    /// The largest difference between two writers' clocks this worker allows for; its local
+    /// lease deadline is `issued_at + lease_ms − this`, so that it stops working before another
+    /// worker's claim can win. `None`: a tenth of the lease
+    /// ([`DEFAULT_CLOCK_SKEW_PERCENT`](super::DEFAULT_CLOCK_SKEW_PERCENT)). Must be below the
+    /// lease, and leave time for the first extend. Nothing checks the real skew: the promise
+    /// holds only while the clocks keep to it (`docs/task-queue.md`, *Clocks*).
+    pub max_clock_skew_ms: Option<u64>,
+    /// Which record kinds this worker writes. [`ProtocolLevel::V1`] (the default) writes
+    /// claims, extends and dones only; [`ProtocolLevel::V2`] also writes a release when it stops
+    /// cleanly holding a task. Raise it only once every reader of the claims log runs code that
+    /// knows the newer kinds (`docs/task-queue.md`, *Rolling out a new record kind*).
+    #[serde(serialize_with = "serialize_level")]
+    pub protocol: ProtocolLevel,
 }
 
 impl Default for WorkerConfig {
@@ -97,6 +113,8 @@ impl Default for WorkerConfig {
             queue: QueueConfig::default(),
             claim_ack: AckPolicy::Forced,
             follow_max_wait_ms: DEFAULT_FOLLOW_MAX_WAIT_MS,
+            max_clock_skew_ms: None,
+            protocol: ProtocolLevel::default(),
         }
     }
 }
@@ -107,13 +125,18 @@ pub enum WorkerConfigError {
     /// A lease of zero would expire as it is granted.
     #[error("lease_ms must be at least 1")]
     ZeroLease,
-    /// A lease longer than [`MAX_LEASE_MS`]: a stranded task would wait that long for a
-    /// takeover, and deadline arithmetic must not overflow.
-    #[error("lease_ms ({0}) must be at most {MAX_LEASE_MS}")]
-    LeaseTooLong(u64),
+    /// A lease longer than the queue's [`QueueConfig::max_lease_ms`] (or [`MAX_LEASE_MS`]): every
+    /// reader would judge its claims void.
+    #[error("lease_ms ({lease_ms}) must be at most {max_lease_ms} (the queue's max_lease_ms)")]
+    LeaseTooLong {
+        /// The lease.
+        lease_ms: u64,
+        /// The most this worker may ask for.
+        max_lease_ms: u64,
+    },
     /// An extend must be due by half the lease ([`MIN_EXTENDS_PER_LEASE`]): its verdict then
-    /// has the rest of the lease, up to the worker's local deadline (the lease less
-    /// [`LEASE_SAFETY_MARGIN_PERCENT`](super::LEASE_SAFETY_MARGIN_PERCENT)), to arrive. An extend
+    /// has the rest of the lease, up to the worker's local deadline (the lease less the clock
+    /// skew), to arrive. An extend
     /// due just before that deadline would make the worker give up leases whose renewal was
     /// merely a round trip late.
     #[error(
@@ -131,6 +154,25 @@ pub enum WorkerConfigError {
         /// The lease.
         lease_ms: u64,
     },
+    /// A clock skew as long as the lease leaves no moment at which the worker may work.
+    #[error("max_clock_skew_ms ({max_clock_skew_ms}) must be below lease_ms ({lease_ms})")]
+    ClockSkewNotBelowLease {
+        /// The configured skew.
+        max_clock_skew_ms: u64,
+        /// The lease.
+        lease_ms: u64,
+    },
+    /// The first extend would be due after the local lease deadline (`lease_ms −
+    /// max_clock_skew_ms`): every lease would be given up before it could be renewed.
+    #[error(
+        "extend_every_ms ({extend_every_ms}) must be below the local lease deadline, lease_ms - max_clock_skew_ms ({local_deadline_ms})"
+    )]
+    ExtendAfterLocalDeadline {
+        /// The extend interval in force.
+        extend_every_ms: u64,
+        /// `lease_ms − max_clock_skew_ms`.
+        local_deadline_ms: u64,
+    },
     /// The long poll must wait, or following turns into busy polling.
     #[error("follow_max_wait_ms must be in 1..={MAX_FOLLOW_MAX_WAIT_MS}, got {0}")]
     FollowMaxWait(u64),
@@ -146,6 +188,10 @@ pub enum WorkerConfigError {
         /// Why it is invalid.
         reason: String,
     },
+    /// Rendezvous ranks tasks over the live workers, and idle workers are live only by their
+    /// heartbeats, which protocol level 1 does not write.
+    #[error("pick = rendezvous needs protocol level 2 (heartbeats make idle workers live)")]
+    RendezvousWithoutHeartbeats,
     /// Both roles on one topic would mix task records into the claims order.
     #[error("tasks_topic and claims_topic must differ (both are {0:?})")]
     SameTopic(String),
@@ -162,6 +208,18 @@ impl WorkerConfig {
         Duration::from_millis(ms)
     }
 
+    /// The clock skew in force: `max_clock_skew_ms`, or a tenth of the lease when unset.
+    pub fn clock_skew_ms(&self) -> u64 {
+        self.max_clock_skew_ms
+            .unwrap_or(self.lease_ms * super::DEFAULT_CLOCK_SKEW_PERCENT / 100)
+    }
+
+    /// The local lease deadline of a lease confirmed as issued at `issued_at`:
+    /// [`local_lease_deadline`](super::local_lease_deadline) with this lease and skew.
+    pub fn local_lease_deadline(&self, issued_at: Instant) -> Instant {
+        super::local_lease_deadline(issued_at, self.lease_ms, self.clock_skew_ms())
+    }
+
     /// The lease as a duration.
     pub fn lease(&self) -> Duration {
         Duration::from_millis(self.lease_ms)
@@ -172,8 +230,12 @@ impl WorkerConfig {
         if self.lease_ms == 0 {
             return Err(WorkerConfigError::ZeroLease);
         }
-        if self.lease_ms > MAX_LEASE_MS {
-            return Err(WorkerConfigError::LeaseTooLong(self.lease_ms));
+        let max_lease_ms = self.queue.max_lease_ms.min(MAX_LEASE_MS);
+        if self.lease_ms > max_lease_ms {
+            return Err(WorkerConfigError::LeaseTooLong {
+                lease_ms: self.lease_ms,
+                max_lease_ms,
+            });
         }
         if self.extend_every_ms == 0 && self.lease_ms < EXTENDS_PER_LEASE {
             return Err(WorkerConfigError::LeaseTooShortToExtend {
@@ -184,6 +246,20 @@ impl WorkerConfig {
             return Err(WorkerConfigError::ExtendNotBeforeExpiry {
                 extend_every_ms: self.extend_every_ms,
                 lease_ms: self.lease_ms,
+            });
+        }
+        let skew_ms = self.clock_skew_ms();
+        if skew_ms >= self.lease_ms {
+            return Err(WorkerConfigError::ClockSkewNotBelowLease {
+                max_clock_skew_ms: skew_ms,
+                lease_ms: self.lease_ms,
+            });
+        }
+        let extend_every_ms = self.extend_every().as_millis() as u64;
+        if extend_every_ms >= self.lease_ms - skew_ms {
+            return Err(WorkerConfigError::ExtendAfterLocalDeadline {
+                extend_every_ms,
+                local_deadline_ms: self.lease_ms - skew_ms,
             });
         }
         if !(1..=MAX_FOLLOW_MAX_WAIT_MS).contains(&self.follow_max_wait_ms) {
@@ -198,11 +274,25 @@ impl WorkerConfig {
                 reason: error.to_string(),
             })?;
         }
+        if self.pick == Pick::Rendezvous && !self.protocol.writes_heartbeats() {
+            return Err(WorkerConfigError::RendezvousWithoutHeartbeats);
+        }
         if self.tasks_topic == self.claims_topic {
             return Err(WorkerConfigError::SameTopic(self.tasks_topic.clone()));
         }
         Ok(())
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `serialize_with` passes a reference
+fn serialize_level<S: serde::Serializer>(
+    level: &ProtocolLevel,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u8(match level {
+        ProtocolLevel::V1 => 1,
+        ProtocolLevel::V2 => 2,
+    })
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `serialize_with` passes a reference
@@ -221,6 +311,23 @@ mod tests {
         assert_eq!(config.claim_ack, AckPolicy::Forced);
         assert_eq!(config.pick, Pick::Random);
         assert_eq!(config.extend_every(), Duration::from_millis(5_000 / 3));
+    }
+
+    #[test]
+    fn rendezvous_needs_the_heartbeats_of_protocol_level_2() {
+        let level_1 = WorkerConfig {
+            pick: Pick::Rendezvous,
+            ..WorkerConfig::default()
+        };
+        assert_eq!(
+            level_1.validate(),
+            Err(WorkerConfigError::RendezvousWithoutHeartbeats)
+        );
+        let level_2 = WorkerConfig {
+            protocol: ProtocolLevel::V2,
+            ..level_1
+        };
+        assert_eq!(level_2.validate(), Ok(()));
     }
 
     #[test]
@@ -284,7 +391,10 @@ mod tests {
                     lease_ms: MAX_LEASE_MS + 1,
                     ..base.clone()
                 },
-                WorkerConfigError::LeaseTooLong(MAX_LEASE_MS + 1),
+                WorkerConfigError::LeaseTooLong {
+                    lease_ms: MAX_LEASE_MS + 1,
+                    max_lease_ms: MAX_LEASE_MS,
+                },
             ),
             (
                 WorkerConfig {

@@ -1,11 +1,14 @@
 //! The worker: runs the claims-and-leases protocol against a broker.
 //!
 //! ```text
-//! start:  follow `tasks` and `claims` from Earliest (two followers, one QueueState)
+//! start:  refuse a claims log that retention truncated (its start above CLAIMS_LOG_ORIGIN)
+//!         follow `tasks` and `claims` from Earliest (two followers, one QueueState; after a
+//!         reconnect each re-checks its last record: a rewritten log stops the worker)
 //! run:    wait until both are applied up to the high watermarks seen at start
 //! loop:   pick a claimable task (Pick::Random by default)
 //!           none  → wait for the followers to apply something, or for the next lease to
-//!                   lapse (never a busy loop)
+//!                   lapse (never a busy loop); a rendezvous worker heartbeats every lease/2
+//!           rendezvous, another idle worker ranks it first → defer (bounded), then claim
 //!         append Claim (ack FORCED)           → offset o: the token, should it win
 //!         wait until the claims follower has applied o → the verdict on o
 //!           lost  → loop
@@ -13,6 +16,7 @@
 //!                     void → lease lost: abandon the work
 //!                     no renewal confirmed by the local deadline → lease lost: abandon it
 //!                   append Done(token, result) and wait for its verdict
+//! stop:   drop the work; at protocol level 2 append Release(token) for a task in hand
 //! ```
 //!
 //! # Why claims are FORCED by default
@@ -31,7 +35,7 @@
 //! | file | concept |
 //! |---|---|
 //! | `run.rs` | the [`Worker`]: start, the loop, one claim from pick to verdict, holding a lease (work, extends, done, the local deadline) |
-//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers; own verdicts by offset |
+//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers (each re-checks its last record after a reconnect); own verdicts by offset |
 //! | `config.rs` | [`WorkerConfig`] and its validation |
 //! | `work.rs` | the work function ([`WorkFn`]), simulated by default |
 //! | `sink.rs` | [`ResultSink`]: a fencing sink for effects; [`ResultSink::fencing`] wraps a work function |
@@ -69,8 +73,10 @@ pub use logs::{read_logs, read_raw_logs};
 pub use observe::MAX_QUEUED_EVENTS;
 pub use own_thread::{OwnThreadWorker, spawn_on_own_thread};
 pub use run::{
-    APPEND_RETRY_BACKOFF_MS, LEASE_SAFETY_MARGIN_PERCENT, MAX_CONSECUTIVE_APPEND_FAILURES,
-    MAX_DONE_ATTEMPTS, MAX_IDLE_WAIT_MS, VERDICT_TIMEOUT_MS, Worker, local_lease_deadline,
+    APPEND_RETRY_BACKOFF_MS, CLAIMS_LOG_ORIGIN, ClaimsLogTruncated, DEFAULT_CLOCK_SKEW_PERCENT,
+    HEARTBEATS_PER_LEASE, MAX_CONSECUTIVE_APPEND_FAILURES, MAX_DONE_ATTEMPTS, MAX_IDLE_WAIT_MS,
+    RELEASE_TIMEOUT_MS, RENDEZVOUS_LOST_RACE_BACKOFF_MS, RENDEZVOUS_MAX_DEFERENCE_MS,
+    VERDICT_TIMEOUT_MS, Worker, local_lease_deadline,
 };
 pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};
 pub use stats::WorkerStats;

@@ -127,6 +127,16 @@ impl Observer {
         tracing::info!(worker_id = %self.worker_id, %task_id, token, offset, "task completed");
     }
 
+    /// The verdict on this worker's release at shutdown.
+    pub(super) fn release_judged(&self, task_id: Uuid, token: i64, event: &Event) {
+        if matches!(event, Event::Released { .. }) {
+            StatsCells::bump(&self.stats.releases);
+            tracing::info!(worker_id = %self.worker_id, %task_id, token, "released the task in hand");
+        } else {
+            tracing::warn!(worker_id = %self.worker_id, %task_id, token, ?event, "the release was void; the lease lapses instead");
+        }
+    }
+
     pub(super) fn lease_lost(&self, task_id: Uuid, token: i64, why: &str) {
         StatsCells::bump(&self.stats.leases_lost);
         self.emit(WorkerEvent::LeaseLost { task_id, token });

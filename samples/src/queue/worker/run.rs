@@ -13,12 +13,13 @@
 //! appended (the broker is unreachable, the appends keep failing), no verdict ever says "void",
 //! yet the lease lapses all the same, and someone else may claim the task. So the worker keeps a
 //! deadline of its own, by its monotonic clock: `valid_until` = the moment the last *confirmed*
-//! grant or renewal was issued + `lease_ms` − a safety margin
-//! ([`LEASE_SAFETY_MARGIN_PERCENT`] of the lease, for the writers' clock skew and the time the
-//! next holder's claim takes). The record's timestamp is taken after that moment, so the log's
-//! lease runs at least that long. When `valid_until` passes without a newer confirmation, the
-//! worker drops the work and reports the lease lost — it stops *before* the log would let another
-//! worker in, not after. (This cannot help a worker whose whole process is paused; that case is
+//! grant or renewal was issued + `lease_ms` − the configured maximum clock skew between writers
+//! ([`WorkerConfig::max_clock_skew_ms`], a tenth of the lease unless set). The record's timestamp
+//! is taken after that moment, so the log's lease runs at least `lease_ms` from it by the
+//! holder's clock, and a claimer whose clock runs ahead by ε can win at the earliest ε before
+//! that. When `valid_until` passes without a newer confirmation, the worker drops the work and
+//! reports the lease lost — it stops *before* the log would let another worker in, as long as
+//! no two writers' clocks differ by more than the configured skew. (This cannot help a worker whose whole process is paused; that case is
 //! the fencing sink's, `sink.rs`.)
 //!
 //! The work and the extends run side by side (`select!`), so a slow extend round trip never
@@ -47,10 +48,11 @@ use uuid::Uuid;
 
 use super::adoption::UnacknowledgedClaims;
 use super::observe::Observer;
-use super::view::{self, Candidate, LiveView, StateView, ViewError};
+use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
-use crate::queue::record::{Claim, ClaimsRecord, Done, Extend};
+use crate::queue::pick::Pick;
+use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
 
 /// Longest wait for the verdict on one of the worker's own records. A follower that cannot get
@@ -64,17 +66,59 @@ pub const MAX_IDLE_WAIT_MS: u64 = 5_000;
 pub const APPEND_RETRY_BACKOFF_MS: u64 = 100;
 /// Failed claim appends in a row after which the worker stops.
 pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
-/// Share of the lease, in percent, that the worker gives up at the end of every lease: its local
-/// deadline is `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
-pub const LEASE_SAFETY_MARGIN_PERCENT: u64 = 10;
+/// [`WorkerConfig::max_clock_skew_ms`] when it is not set, in percent of the lease: the local
+/// deadline is then `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
+pub const DEFAULT_CLOCK_SKEW_PERCENT: u64 = 10;
+/// The offset of the first record ever written to a booblik partition. A claims log whose first
+/// record still readable is above this lost records to retention, and a worker must not start on
+/// it: see [`ClaimsLogTruncated`].
+pub const CLAIMS_LOG_ORIGIN: i64 = 0;
+/// Longest a rendezvous worker defers, over one idle spell, to the owners of the tasks it sees
+/// before it claims the task it ranks best anyway. Long enough for an idle owner to see a new
+/// task and have its claim in the log (a FORCED claim round trip is about a millisecond here),
+/// short enough that a task whose owner is gone waits little. Chosen, not measured.
+pub const RENDEZVOUS_MAX_DEFERENCE_MS: u64 = 25;
+/// After a lost race a rendezvous worker waits a random time up to this before its next pick,
+/// so that two workers whose views disagreed do not collide again at once.
+pub const RENDEZVOUS_LOST_RACE_BACKOFF_MS: u64 = 10;
+/// An idle rendezvous worker appends a heartbeat once it has appended nothing for the lease
+/// divided by this: it stays live (its last record younger than a lease) with one to spare.
+pub const HEARTBEATS_PER_LEASE: u64 = 2;
+/// Longest a clean shutdown waits for its release to be appended and judged. A shutdown must not
+/// hang on an unreachable broker; a release that does not make it leaves the lease to lapse, as
+/// before releases existed.
+pub const RELEASE_TIMEOUT_MS: u64 = 2_000;
 /// Attempts at appending a done before giving up (the lease then lapses and the task is run
 /// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
 pub const MAX_DONE_ATTEMPTS: u32 = 5;
 
-/// The worker's local deadline for a lease confirmed as issued at `issued_at` (a grant or a
-/// renewal): after it the worker must not act under the lease any more.
-pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64) -> Instant {
-    issued_at + Duration::from_millis(lease_ms * (100 - LEASE_SAFETY_MARGIN_PERCENT) / 100)
+/// The worker's local deadline for a lease of `lease_ms` confirmed as issued at `issued_at` (a
+/// grant or a renewal), when writers' clocks differ by at most `max_clock_skew_ms`: after it
+/// the worker must not act under the lease any more. (A validated config has the skew below the
+/// lease; a larger one leaves no time at all.)
+pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64, max_clock_skew_ms: u64) -> Instant {
+    issued_at + Duration::from_millis(lease_ms.saturating_sub(max_clock_skew_ms))
+}
+
+/// Why a worker refuses to start: the claims log no longer starts at [`CLAIMS_LOG_ORIGIN`].
+///
+/// The verdict is a fold over the whole claims log. Records dropped from its head may have granted
+/// leases that are still live, or counted the expiries that dead-letter a task; a worker that
+/// folded only what is left would judge claims differently from the workers that read it all —
+/// two holders of one task, each sure of its verdict. Nothing the worker can do fixes that; the
+/// topic's retention must keep the whole claims log (`docs/task-queue.md`, *Costs and limits*).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the claims log {topic} starts at offset {log_start_offset}, above its origin {CLAIMS_LOG_ORIGIN}: \
+     retention dropped claims records, and verdicts over what is left would differ from other \
+     readers'. The claims topic's retention (the broker's --retention-ms / --retention-bytes) must \
+     keep the whole claims log"
+)]
+pub struct ClaimsLogTruncated {
+    /// The claims topic.
+    pub topic: String,
+    /// Its first offset still readable.
+    pub log_start_offset: i64,
 }
 
 /// A worker: two followers feeding a live view of the queue, and the claim/work loop.
@@ -113,7 +157,10 @@ struct Grant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Attempt {
     /// Appended; the verdict is known and acted upon (lost, or the work is over).
-    Appended,
+    Appended {
+        /// Whether the claim won (or adopted a lease of this run).
+        won: bool,
+    },
     /// The append failed; whether it was written is unknown (if it was and won, the lease lapses
     /// and the task is claimed again — or this run adopts it, `adoption.rs`).
     NotAppended,
@@ -131,7 +178,8 @@ enum ExtendOutcome {
 
 impl Worker {
     /// Validates `config`, checks both topics (one partition each), and starts the two
-    /// followers from Earliest. The worker does simulated work ([`simulated_work`]).
+    /// followers from Earliest. Refuses a claims log that no longer starts at its origin
+    /// ([`ClaimsLogTruncated`]). The worker does simulated work ([`simulated_work`]).
     pub async fn start(client: Client, config: WorkerConfig) -> anyhow::Result<Worker> {
         let work = simulated_work(config.work_ms);
         Self::start_with_work(client, config, work).await
@@ -163,10 +211,24 @@ impl Worker {
                 .consumer(topic, 0, StartPosition::Earliest, consumer_config.clone())
                 .await
                 .with_context(|| format!("cannot follow {topic}"))?;
+            // Earliest resolves to the first record still readable: above the origin, retention
+            // has dropped claims and this worker's verdicts would be its own.
+            if log == LogName::Claims && consumer.position() > CLAIMS_LOG_ORIGIN {
+                return Err(ClaimsLogTruncated {
+                    topic: topic.clone(),
+                    log_start_offset: consumer.position(),
+                }
+                .into());
+            }
             followers.push(view::spawn_follower(
                 consumer.follow(),
                 log,
                 Arc::clone(&view),
+                view::RecheckWith {
+                    client: client.clone(),
+                    topic: topic.clone(),
+                    consumer: consumer_config.clone(),
+                },
             ));
         }
         let appender = Appender::new(client, claims.name().clone(), config.claim_ack);
@@ -236,8 +298,11 @@ impl Worker {
     /// stats) or the worker cannot go on (→ the error: a follower stopped, no verdict in
     /// [`VERDICT_TIMEOUT_MS`], appends failing [`MAX_CONSECUTIVE_APPEND_FAILURES`] times).
     ///
-    /// At shutdown, work in progress is dropped without a done: its lease lapses and another
-    /// worker takes the task over (at-least-once). Takes `&self` so that callers can watch
+    /// At shutdown, work in progress is dropped without a done. At
+    /// [`ProtocolLevel::V2`](crate::queue::record::ProtocolLevel) the worker then appends a
+    /// release (waiting at most [`RELEASE_TIMEOUT_MS`]), which frees the task at once without
+    /// counting an expired lease; otherwise the lease lapses and another worker takes the task
+    /// over (at-least-once). Takes `&self` so that callers can watch
     /// [`stats`](Self::stats) and [`current_task`](Self::current_task) while it runs; running
     /// one worker twice at once is refused.
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> anyhow::Result<WorkerStats> {
@@ -246,10 +311,28 @@ impl Worker {
             "worker {} is already running",
             self.config.worker_id
         );
+        let mut serve = Box::pin(self.serve());
         let outcome = tokio::select! {
-            outcome = self.serve() => outcome,
+            outcome = &mut serve => outcome,
             () = shutdown => Ok(()),
         };
+        // The task in hand, read before the loop is dropped (dropping it clears it).
+        let held = self.current_task();
+        // Dropping the loop stops the work: nothing happens under the lease after this, so it
+        // may be handed back.
+        drop(serve);
+        if outcome.is_ok()
+            && let Some((task_id, token)) = held
+            && self.config.protocol.writes_releases()
+        {
+            self.release(task_id, token).await;
+        }
+        if outcome.is_ok() && self.writes_heartbeats() {
+            // "Gone": a heartbeat with no lease makes this worker not live at once, so others
+            // stop deferring to it (bounded by the release timeout, like the release).
+            let leaving = self.append_heartbeat(0);
+            let _ = tokio::time::timeout(Duration::from_millis(RELEASE_TIMEOUT_MS), leaving).await;
+        }
         self.running.store(false, Ordering::SeqCst);
         *self.current.lock().expect("current task lock") = None;
         outcome?;
@@ -272,29 +355,57 @@ impl Worker {
         let mut rng = StdRng::from_os_rng();
         let mut progress = self.view.subscribe();
         let mut append_failures = 0u32;
+        // When this idle spell began deferring to other workers (rendezvous only).
+        let mut deferring_since: Option<Instant> = None;
         loop {
             progress.borrow_and_update();
-            if let Some(reason) = self.view.failure() {
-                return Err(ViewError::FollowerStopped(reason).into());
+            if let Some(error) = self.view.failure() {
+                return Err(error.into());
             }
             let now_ms = wall_clock_ms();
-            let Some(candidate) = self.view.pick(now_ms, self.config.pick, &mut rng) else {
-                // Nothing claimable: wait for either log to move, or for the next known lease
-                // to lapse — never a busy loop.
+            let picked = self.view.pick(now_ms, self.config.pick, &mut rng);
+            // Rendezvous: a task another idle worker ranks first is left to it, for a bounded
+            // time over the idle spell; then this worker claims the task it ranks best.
+            if let Some(candidate) = &picked
+                && !candidate.ranked_first
+            {
+                let deferred = deferring_since.get_or_insert_with(Instant::now).elapsed();
+                let max_deference = Duration::from_millis(RENDEZVOUS_MAX_DEFERENCE_MS);
+                if deferred < max_deference {
+                    self.heartbeat_if_due().await;
+                    tokio::select! {
+                        _ = progress.changed() => {}
+                        () = tokio::time::sleep(max_deference.saturating_sub(deferred)) => {}
+                    }
+                    continue;
+                }
+            }
+            let Some(candidate) = picked else {
+                // Nothing claimable: wait for either log to move, for the next known lease to
+                // lapse, or for the next heartbeat — never a busy loop.
                 self.observer.idle();
+                self.heartbeat_if_due().await;
                 let wait_ms = self
                     .view
                     .next_lapse_after(now_ms)
                     .map_or(MAX_IDLE_WAIT_MS, |lapse_ms| lapse_ms - now_ms + 1)
-                    .min(MAX_IDLE_WAIT_MS);
+                    .min(MAX_IDLE_WAIT_MS)
+                    .min(self.next_heartbeat_in_ms().unwrap_or(MAX_IDLE_WAIT_MS));
                 tokio::select! {
                     _ = progress.changed() => {}
                     () = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
                 }
                 continue;
             };
+            deferring_since = None;
             match self.claim(candidate).await? {
-                Attempt::Appended => append_failures = 0,
+                Attempt::Appended { won: false } if self.config.pick == Pick::Rendezvous => {
+                    append_failures = 0;
+                    let backoff_ms =
+                        rand::Rng::random_range(&mut rng, 0..=RENDEZVOUS_LOST_RACE_BACKOFF_MS);
+                    tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                }
+                Attempt::Appended { .. } => append_failures = 0,
                 Attempt::NotAppended => {
                     append_failures += 1;
                     anyhow::ensure!(
@@ -372,6 +483,7 @@ impl Worker {
                 "the verdict on claim offset {offset} is not a claim verdict: {other:?}"
             ),
         };
+        let won = grant.is_some();
         let claim_latency = verdict.applied_at.max(acknowledged_at) - issued_at;
         self.observer.verdict(
             task_id,
@@ -383,7 +495,7 @@ impl Worker {
         if let Some(grant) = grant {
             self.hold_lease(task_id, grant, candidate.payload).await?;
         }
-        Ok(Attempt::Appended)
+        Ok(Attempt::Appended { won })
     }
 
     /// Works on `task_id` under `grant` until the done's verdict is known or the lease is lost.
@@ -405,7 +517,7 @@ impl Worker {
         });
         let extend_every = self.config.extend_every();
         let mut next_extend_at = grant.first_extend_at;
-        let mut valid_until = local_lease_deadline(grant.issued_at, self.config.lease_ms);
+        let mut valid_until = self.config.local_lease_deadline(grant.issued_at);
         let result = loop {
             tokio::select! {
                 biased;
@@ -418,7 +530,7 @@ impl Worker {
                 outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
                     ExtendOutcome::Renewed { issued_at } => {
                         next_extend_at = issued_at + extend_every;
-                        valid_until = local_lease_deadline(issued_at, self.config.lease_ms);
+                        valid_until = self.config.local_lease_deadline(issued_at);
                     }
                     ExtendOutcome::NotAppended => {
                         next_extend_at = Instant::now() + Duration::from_millis(APPEND_RETRY_BACKOFF_MS);
@@ -515,6 +627,78 @@ impl Worker {
         Ok(())
     }
 
+    /// Whether this worker writes heartbeats: a rendezvous picker at protocol level 2 (the only
+    /// reader of liveness is the rendezvous pick, so other workers spare the records).
+    fn writes_heartbeats(&self) -> bool {
+        self.config.pick == Pick::Rendezvous && self.config.protocol.writes_heartbeats()
+    }
+
+    /// Milliseconds until the next heartbeat is due, if this worker writes them.
+    fn next_heartbeat_in_ms(&self) -> Option<u64> {
+        if !self.writes_heartbeats() {
+            return None;
+        }
+        let every = Duration::from_millis(self.config.lease_ms / HEARTBEATS_PER_LEASE);
+        let since = self.appender.since_last_append();
+        Some(every.saturating_sub(since).as_millis() as u64 + 1)
+    }
+
+    /// Appends a heartbeat if this worker writes them and has appended nothing for lease / 2.
+    /// Its verdict is not waited for; a failed append is tried again at the next idle look.
+    async fn heartbeat_if_due(&self) {
+        if !self.heartbeat_overdue() {
+            return;
+        }
+        self.append_heartbeat(self.config.lease_ms).await;
+    }
+
+    fn heartbeat_overdue(&self) -> bool {
+        self.writes_heartbeats()
+            && self.appender.since_last_append()
+                >= Duration::from_millis(self.config.lease_ms / HEARTBEATS_PER_LEASE)
+    }
+
+    async fn append_heartbeat(&self, lease_ms: u64) {
+        let heartbeat = Heartbeat {
+            worker_id: self.config.worker_id,
+            at_ms: wall_clock_ms(),
+            lease_ms,
+        };
+        if let Err(error) = self.appender.append(&heartbeat.into()).await {
+            tracing::warn!(worker_id = %self.config.worker_id, %error, "heartbeat append failed");
+        }
+    }
+
+    /// Hands the lease `token` on `task_id` back, bounded by [`RELEASE_TIMEOUT_MS`]; a release
+    /// that fails or is void is logged, and the lease lapses instead.
+    async fn release(&self, task_id: Uuid, token: i64) {
+        let worker_id = self.config.worker_id;
+        let timeout = Duration::from_millis(RELEASE_TIMEOUT_MS);
+        let release = Release {
+            task_id,
+            worker_id,
+            token,
+            released_at_ms: wall_clock_ms(),
+        };
+        // This run never works under the token again, released or not.
+        self.adoption().given_up(token);
+        let judged = tokio::time::timeout(timeout, async {
+            let offset = self.appender.append(&release.into()).await?;
+            let verdict = self.view.wait_for_own_verdict(offset, timeout).await?;
+            anyhow::Ok(verdict.event)
+        })
+        .await;
+        match judged {
+            Ok(Ok(event)) => self.observer.release_judged(task_id, token, &event),
+            Ok(Err(error)) => {
+                tracing::warn!(%worker_id, %task_id, token, %error, "the release failed; the lease lapses instead");
+            }
+            Err(_) => {
+                tracing::warn!(%worker_id, %task_id, token, "no verdict on the release in time; the lease lapses instead");
+            }
+        }
+    }
+
     fn lease_lost(&self, task_id: Uuid, token: i64, why: &str) {
         // A lease walked away from is never adopted again (`adoption.rs`).
         self.adoption().given_up(token);
@@ -581,6 +765,9 @@ struct Appender {
     ack: AckPolicy,
     /// A connection of its own, reopened when it breaks.
     connection: tokio::sync::Mutex<Option<Connection>>,
+    /// When the last append was acknowledged (or the appender was made): heartbeats are due
+    /// from it.
+    last_append: Mutex<Instant>,
 }
 
 impl Appender {
@@ -590,7 +777,13 @@ impl Appender {
             topic,
             ack,
             connection: tokio::sync::Mutex::new(None),
+            last_append: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Time since the last acknowledged append.
+    fn since_last_append(&self) -> Duration {
+        self.last_append.lock().expect("last append lock").elapsed()
     }
 
     /// Appends `record` to partition 0 and returns its offset once acknowledged.
@@ -604,6 +797,7 @@ impl Appender {
             .ok_or_else(|| {
                 ClientError::InvalidConfig("claim_ack NONE returns no offset".to_owned())
             })?;
+        *self.last_append.lock().expect("last append lock") = Instant::now();
         Ok(response.base_offset)
     }
 

@@ -24,6 +24,10 @@ pub struct WorkerStats {
     /// Extends that renewed a lease, as far as the worker learnt: an extend still in flight when
     /// the work finished is dropped unread (the log may count one more per task).
     pub extends: u64,
+    /// Leases handed back by a release at a clean shutdown, as far as the worker learnt (the
+    /// verdict said `Released`).
+    #[serde(default)]
+    pub releases: u64,
     /// Times the worker found nothing claimable and waited for the logs to move or a lease to
     /// lapse. A worker that busy-looped would count thousands per second.
     pub idle_waits: u64,
@@ -42,6 +46,7 @@ pub(crate) struct StatsCells {
     pub(crate) completed: AtomicU64,
     pub(crate) leases_lost: AtomicU64,
     pub(crate) extends: AtomicU64,
+    pub(crate) releases: AtomicU64,
     pub(crate) idle_waits: AtomicU64,
     pub(crate) events_dropped: AtomicU64,
 }
@@ -60,6 +65,7 @@ impl StatsCells {
             completed: read(&self.completed),
             leases_lost: read(&self.leases_lost),
             extends: read(&self.extends),
+            releases: read(&self.releases),
             idle_waits: read(&self.idle_waits),
             events_dropped: read(&self.events_dropped),
         }

@@ -32,18 +32,31 @@
 //! a row; anything else — a CRC mismatch, an offset out of range after retention or a broker that
 //! lost its tail — stops the follower, and with it the worker: its verdicts would no longer be
 //! everyone's.
+//!
+//! # After a reconnect: is the log still the log we read?
+//!
+//! A broker *machine* crash can lose records that were written but not fsynced, and hand their
+//! offsets to the next records appended. A follower that had applied them asks for the offset
+//! after them and gets it — holding other records, with nothing in the answer to say so. Folding
+//! those into the verdicts would make this worker judge from a log nobody else has. So, as the
+//! events follow consumer does, a follower whose consumer opened a new connection re-reads the
+//! last record it applied ([`recheck`](crate::events::recheck)) before it applies the batch that
+//! came over that connection, and stops the worker with [`ViewError::LogRewritten`] naming the
+//! log if that record is not the one it applied. Only a restart (which replays both logs from
+//! their origin) can tell what the worker should believe now.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use booblik_client::{Follow, Record};
+use booblik_client::{Client, ConsumerConfig, Follow, Record};
 use rand::Rng;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::events::recheck::{Applied, Recheck, recheck};
 use crate::queue::pick::Pick;
 use crate::queue::record::{ClaimsRecord, Task};
 use crate::queue::state::{Event, LogName, QueueConfig, QueueState};
@@ -65,6 +78,9 @@ pub(crate) struct OwnVerdict {
 pub(crate) struct Candidate {
     pub(crate) task_id: Uuid,
     pub(crate) payload: Vec<u8>,
+    /// `false` only for a rendezvous pick whose task another idle worker ranks first: the
+    /// worker defers before claiming it.
+    pub(crate) ranked_first: bool,
 }
 
 /// Why waiting on the view ended without an answer.
@@ -89,6 +105,25 @@ pub enum ViewError {
         /// The offset.
         offset: i64,
     },
+    /// After a reconnect, the record the follower of `log` applied last is not in the log any
+    /// more as it was read (`found_crc` is `None`: the log now ends before it). The broker lost
+    /// records and gave their offsets to others; this worker's verdicts are no longer everyone's.
+    #[error(
+        "the {log} log was rewritten under the worker: offset {offset} held a record with CRC-32C \
+         {expected_crc:#010x} when it was applied, and now holds {found}; restart the worker to \
+         replay both logs",
+        found = found_crc.map_or("nothing".to_owned(), |crc| format!("one with {crc:#010x}"))
+    )]
+    LogRewritten {
+        /// The partition that changed.
+        log: LogName,
+        /// The offset re-read.
+        offset: i64,
+        /// CRC-32C of the record applied there.
+        expected_crc: u32,
+        /// CRC-32C of the record there now, if any.
+        found_crc: Option<u32>,
+    },
 }
 
 struct ViewInner {
@@ -100,7 +135,7 @@ struct ViewInner {
     own_verdicts: BTreeMap<i64, OwnVerdict>,
     own_from: i64,
     undecodable_records: u64,
-    failure: Option<Arc<str>>,
+    failure: Option<ViewError>,
 }
 
 /// The live view. Shared by the followers (writers) and the worker loop (reader).
@@ -181,8 +216,10 @@ impl LiveView {
                             .state
                             .apply_claims_record(record.offset, &claims_record)
                             .map(|event| {
+                                // Nobody waits for the verdict on a heartbeat.
                                 if claims_record.worker_id() == self.worker_id
                                     && record.offset >= inner.own_from
+                                    && claims_record.task_id().is_some()
                                 {
                                     keep_own_verdict(&mut inner.own_verdicts, record.offset, event);
                                 }
@@ -195,7 +232,9 @@ impl LiveView {
                     },
                 };
                 if let Err(error) = applied {
-                    inner.failure = Some(format!("{log} follower: {error}").into());
+                    inner.failure = Some(ViewError::FollowerStopped(
+                        format!("{log} follower: {error}").into(),
+                    ));
                     break;
                 }
             }
@@ -209,14 +248,14 @@ impl LiveView {
         self.notify();
     }
 
-    /// Marks the view as stopped for good and wakes every waiter.
-    pub(crate) fn fail(&self, reason: impl Into<Arc<str>>) {
-        self.lock().failure.get_or_insert(reason.into());
+    /// Marks the view as stopped for good (the first failure counts) and wakes every waiter.
+    pub(crate) fn fail(&self, error: ViewError) {
+        self.lock().failure.get_or_insert(error);
         self.notify();
     }
 
     /// The failure that stopped the view, if any.
-    pub(crate) fn failure(&self) -> Option<Arc<str>> {
+    pub(crate) fn failure(&self) -> Option<ViewError> {
         self.lock().failure.clone()
     }
 
@@ -248,8 +287,8 @@ impl LiveView {
             progress.borrow_and_update();
             {
                 let inner = self.lock();
-                if let Some(reason) = &inner.failure {
-                    return Err(ViewError::FollowerStopped(Arc::clone(reason)));
+                if let Some(error) = &inner.failure {
+                    return Err(error.clone());
                 }
                 if inner.tasks_next_offset >= tasks_end && inner.claims_next_offset >= claims_end {
                     return Ok(());
@@ -277,8 +316,8 @@ impl LiveView {
                     inner.own_verdicts = inner.own_verdicts.split_off(&offset);
                     return Ok(verdict);
                 }
-                if let Some(reason) = &inner.failure {
-                    return Err(ViewError::FollowerStopped(Arc::clone(reason)));
+                if let Some(error) = &inner.failure {
+                    return Err(error.clone());
                 }
                 if inner.claims_next_offset > offset {
                     return Err(ViewError::NotOwnRecord { offset });
@@ -305,13 +344,23 @@ impl LiveView {
         rng: &mut R,
     ) -> Option<Candidate> {
         let inner = self.lock();
-        let task_id = inner.state.pick(now_ms, pick, rng)?;
+        let (task_id, ranked_first) = match pick {
+            Pick::Rendezvous => {
+                let ranked = inner.state.rendezvous_pick(now_ms, self.worker_id, rng)?;
+                (ranked.task_id, ranked.ranked_first)
+            }
+            Pick::First | Pick::Random => (inner.state.pick(now_ms, pick, rng)?, true),
+        };
         let payload = inner
             .state
             .task(task_id)
             .and_then(|task| task.submission.as_ref())
             .map(|submission| submission.payload.clone())?;
-        Some(Candidate { task_id, payload })
+        Some(Candidate {
+            task_id,
+            payload,
+            ranked_first,
+        })
     }
 
     /// The earliest moment after `now_ms` at which a current lease on a submitted, unfinished
@@ -359,17 +408,53 @@ impl StateView {
 /// [`RETRY_BACKOFF_MS`] between attempts).
 pub const MAX_CONSECUTIVE_FOLLOW_FAILURES: u32 = 20;
 
-/// Spawns the follower of `log`; it runs until it fails for good or is aborted.
-pub(crate) fn spawn_follower(follow: Follow, log: LogName, view: Arc<LiveView>) -> JoinHandle<()> {
-    tokio::spawn(follow_into(follow, log, view))
+/// What a follower needs to re-read its last applied record after a reconnect: its own client,
+/// topic and consumer settings.
+#[derive(Debug, Clone)]
+pub(crate) struct RecheckWith {
+    pub(crate) client: Client,
+    pub(crate) topic: String,
+    pub(crate) consumer: ConsumerConfig,
 }
 
-async fn follow_into(mut follow: Follow, log: LogName, view: Arc<LiveView>) {
+/// Spawns the follower of `log`; it runs until it fails for good or is aborted.
+pub(crate) fn spawn_follower(
+    follow: Follow,
+    log: LogName,
+    view: Arc<LiveView>,
+    recheck_with: RecheckWith,
+) -> JoinHandle<()> {
+    tokio::spawn(follow_into(follow, log, view, recheck_with))
+}
+
+async fn follow_into(
+    mut follow: Follow,
+    log: LogName,
+    view: Arc<LiveView>,
+    recheck_with: RecheckWith,
+) {
     let mut failures = 0u32;
+    // The last record applied, and the connections the consumer had opened when it was read: a
+    // batch fetched over a newer connection may come from a broker that lost records.
+    let mut applied: Option<Applied> = None;
+    let mut connections_seen = follow.connections_opened();
     loop {
         match follow.next_batch().await {
             Ok(batch) => {
                 failures = 0;
+                if follow.connections_opened() != connections_seen {
+                    connections_seen = follow.connections_opened();
+                    if let Some(applied) = applied
+                        && let Err(error) = log_still_holds(log, applied, &recheck_with).await
+                    {
+                        tracing::error!(%log, %error, "follower stopped");
+                        view.fail(error);
+                        return;
+                    }
+                }
+                if let Some(last) = batch.records.last() {
+                    applied = Some(Applied::of(last));
+                }
                 view.apply(log, &batch.records, batch.next_offset);
                 if view.failure().is_some() {
                     return;
@@ -382,11 +467,52 @@ async fn follow_into(mut follow: Follow, log: LogName, view: Arc<LiveView>) {
             }
             Err(error) => {
                 tracing::error!(%log, %error, position = follow.position(), "follower stopped");
-                view.fail(format!(
-                    "{log} follower at offset {}: {error}",
-                    follow.position()
+                view.fail(ViewError::FollowerStopped(
+                    format!("{log} follower at offset {}: {error}", follow.position()).into(),
                 ));
                 return;
+            }
+        }
+    }
+}
+
+/// Re-reads the last applied record of `log` (retrying a lost connection as the follower does):
+/// `Ok` if it is still there as it was read, or retention has dropped it since.
+async fn log_still_holds(
+    log: LogName,
+    applied: Applied,
+    with: &RecheckWith,
+) -> Result<(), ViewError> {
+    let mut failures = 0u32;
+    loop {
+        let checked = recheck(&with.client, &with.topic, 0, applied, with.consumer.clone()).await;
+        match checked {
+            Ok(Recheck::Same | Recheck::Retained) => return Ok(()),
+            Ok(Recheck::Rewritten {
+                offset,
+                expected_crc,
+                found_crc,
+            }) => {
+                return Err(ViewError::LogRewritten {
+                    log,
+                    offset,
+                    expected_crc,
+                    found_crc,
+                });
+            }
+            Err(error) if is_transient(&error) && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
+                failures += 1;
+                tracing::warn!(%log, %error, offset = applied.offset, "cannot re-check the last applied record yet; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            Err(error) => {
+                return Err(ViewError::FollowerStopped(
+                    format!(
+                        "{log} follower, re-checking offset {}: {error}",
+                        applied.offset
+                    )
+                    .into(),
+                ));
             }
         }
     }

@@ -6,9 +6,19 @@
 //! over the backlog, so collisions become rare while the backlog is much larger than the number
 //! of workers. `First` stays available because the load experiment measures the difference.
 //!
-//! A worker picks before every claim, so a pick must not cost a pass over the backlog: both
-//! strategies ask the index behind [`Candidates`] for one answer (the oldest task, or the task at
-//! one random position) instead of walking the claimable tasks.
+//! A worker picks before every claim, so a pick must not cost a pass over the backlog: `First`
+//! and `Random` ask the index behind [`Candidates`] for one answer (the oldest task, or the task
+//! at one random position) instead of walking the claimable tasks; `Rendezvous` ranks at most
+//! [`RENDEZVOUS_SCAN`] of them ([`rendezvous`]).
+//!
+//! | file | what it is |
+//! |---|---|
+//! | `mod.rs` | [`Pick`]: `First`, `Random` |
+//! | `rendezvous.rs` | `Rendezvous`: each worker its own order, by rendezvous hashing over the idle live workers |
+
+pub mod rendezvous;
+
+pub use rendezvous::{RENDEZVOUS_SCAN, Ranked};
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -24,6 +34,11 @@ pub enum Pick {
     First,
     /// A uniformly random candidate.
     Random,
+    /// The candidate the worker ranks first by rendezvous hashing over the idle live workers
+    /// ([`rendezvous`]), deferring a bounded time to a task's owner otherwise. Needs heartbeats
+    /// (protocol level 2), so that idle workers count as live. Without a worker's identity (in
+    /// [`Pick::choose`]) it picks like `Random`.
+    Rendezvous,
 }
 
 impl Pick {
@@ -54,8 +69,8 @@ impl Pick {
     {
         match self {
             Self::First => candidates.oldest(),
-            Self::Random if candidates.is_empty() => None,
-            Self::Random => candidates.at(rng.random_range(0..candidates.len())),
+            Self::Random | Self::Rendezvous if candidates.is_empty() => None,
+            Self::Random | Self::Rendezvous => candidates.at(rng.random_range(0..candidates.len())),
         }
     }
 }
