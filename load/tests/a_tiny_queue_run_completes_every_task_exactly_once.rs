@@ -7,6 +7,14 @@ use support::{assert_baseline, integer, number, run_report};
 
 #[test]
 fn a_tiny_queue_run_completes_every_task_exactly_once() {
+    // Rendezvous runs at protocol level 2: its heartbeats and releases share the claims log
+    // with the claims the report counts.
+    for pick in ["random", "rendezvous"] {
+        a_tiny_run_with_pick(pick);
+    }
+}
+
+fn a_tiny_run_with_pick(pick: &str) {
     let dir = tempfile::tempdir().unwrap();
     let report = run_report(
         dir.path(),
@@ -15,7 +23,7 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
             "--workers",
             "3",
             "--pick",
-            "random",
+            pick,
             "--arrival",
             "backlog",
             "--tasks",
@@ -40,7 +48,7 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
     assert_eq!(integer(run, "pool"), 1);
     assert_eq!(integer(run, "work_ms"), 5);
     assert_eq!(run["workers"], 3);
-    assert_eq!(run["pick"], "random");
+    assert_eq!(run["pick"], pick);
     assert_eq!(run["arrival"], "backlog");
     for key in ["p50", "p90", "p99", "p999", "max"] {
         let value = number(&run["claim_latency_us"], key);

@@ -57,6 +57,9 @@ pub enum PickArg {
     First,
     /// A uniformly random claimable task.
     Random,
+    /// Each worker its own order, by rendezvous hashing of (task, worker) over the live workers
+    /// (the workers run at protocol level 2, which writes the heartbeats liveness needs).
+    Rendezvous,
 }
 
 impl PickArg {
@@ -65,6 +68,7 @@ impl PickArg {
         match self {
             PickArg::First => Pick::First,
             PickArg::Random => Pick::Random,
+            PickArg::Rendezvous => Pick::Rendezvous,
         }
     }
 
@@ -73,6 +77,7 @@ impl PickArg {
         match self {
             PickArg::First => "first",
             PickArg::Random => "random",
+            PickArg::Rendezvous => "rendezvous",
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use booblik_client::{Client, ConnectionConfig};
-use booblik_samples::queue::record::ClaimsRecord;
+use booblik_samples::queue::record::{ClaimsRecord, ProtocolLevel};
 use booblik_samples::queue::state::{Event, QueueConfig};
 use booblik_samples::queue::verify::{TraceStep, VerifyConfig, Violation, replay, verify};
 use booblik_samples::queue::worker::{
@@ -95,6 +95,9 @@ async fn conduct(
         pick: config.pick.pick(),
         queue,
         claim_ack: config.claim_ack.policy(),
+        // Every worker of a run starts on an empty queue with this code, so all of them read
+        // level 2: rendezvous gets its heartbeats, and a stopping worker releases its task.
+        protocol: ProtocolLevel::V2,
         ..WorkerConfig::default()
     };
 
