@@ -5,7 +5,8 @@
 //!   then every PubAck awaited. JetStream 2.9 has no atomic batch, so another writer's records
 //!   may fall between ours: [`Appended::offsets`] lists each record's sequence.
 //! * **read**: an ephemeral pull consumer (`DeliverPolicy::ByStartSequence`, `AckPolicy::None`,
-//!   memory state, R1) is the cursor; a fetch with an expiry is the long poll. The cursor is kept
+//!   memory state, R1) is the cursor; a fetch with an expiry is the long poll, a no-wait fetch
+//!   a read with no wait. The cursor is kept
 //!   while reads go on where the last one ended, and every delivered sequence is checked against
 //!   the one expected: a skipped or repeated sequence (a read abandoned mid-fetch, a consumer
 //!   lost in a failover) drops the cursor and opens a new one at the right place, so a reader
@@ -321,32 +322,45 @@ impl JetStreamPartition {
     }
 
     /// One fetch on `cursor`; `Ok(None)` when the cursor delivered out of order and must be
-    /// replaced.
+    /// replaced. Also returns the stream's end as the last delivered message saw it (its
+    /// sequence + 1 + the messages still pending behind it), when anything was delivered.
+    ///
+    /// A zero wait is a no-wait fetch (what is there, at once: a replay); otherwise a pull with
+    /// an expiry, which the server answers when the batch is full or the expiry passed.
     async fn fetch(
         &self,
         cursor: &mut Cursor,
         limits: ReadLimits,
-    ) -> Result<Option<Vec<LogRecord>>, EngineError> {
-        let expiry = limits.wait.max(MIN_FETCH_EXPIRY);
-        let mut messages = cursor
-            .consumer
-            .batch()
-            .max_messages(limits.max_records)
-            .max_bytes(limits.max_bytes)
-            .expires(expiry)
-            .messages()
-            .await
-            .map_err(|error| unavailable(&self.name, error))?;
+    ) -> Result<Option<(Vec<LogRecord>, Option<i64>)>, EngineError> {
+        let messages = if limits.wait.is_zero() {
+            cursor
+                .consumer
+                .fetch()
+                .max_messages(limits.max_records)
+                .max_bytes(limits.max_bytes)
+                .messages()
+                .await
+        } else {
+            cursor
+                .consumer
+                .batch()
+                .max_messages(limits.max_records)
+                .max_bytes(limits.max_bytes)
+                .expires(limits.wait.max(MIN_FETCH_EXPIRY))
+                .messages()
+                .await
+        };
+        let mut messages = messages.map_err(|error| unavailable(&self.name, error))?;
         let mut records = Vec::new();
+        let mut end = None;
         while let Some(message) = messages.next().await {
             let message = message.map_err(|error| unavailable(&self.name, error))?;
-            let sequence = message
-                .info()
-                .map_err(|error| EngineError::Broken {
-                    partition: self.name.clone(),
-                    reason: format!("a delivered message without stream info: {error}"),
-                })?
-                .stream_sequence as i64;
+            let info = message.info().map_err(|error| EngineError::Broken {
+                partition: self.name.clone(),
+                reason: format!("a delivered message without stream info: {error}"),
+            })?;
+            let sequence = info.stream_sequence as i64;
+            end = Some(sequence + 1 + info.pending as i64);
             if sequence != cursor.next {
                 // The server's cursor and ours disagree: a fetch abandoned earlier took
                 // messages we never saw, or the stream lost its head under us. Never skip.
@@ -358,7 +372,7 @@ impl JetStreamPartition {
                 payload: message.message.payload.clone(),
             });
         }
-        Ok(Some(records))
+        Ok(Some((records, end)))
     }
 }
 
@@ -408,19 +422,26 @@ impl PartitionLog for JetStreamPartition {
                 _ => self.open_cursor(from).await?,
             };
             match self.fetch(&mut cursor, limits).await {
-                Ok(Some(records)) if records.is_empty() && self.bounds().await?.end > from => {
-                    // Nothing delivered although the stream holds records past `from`: the
-                    // cursor is stale (its consumer lived on a node that died, and its pull
-                    // requests go nowhere). Seen in the leader-kill test; replace it.
-                    self.forget(&cursor);
-                    stale = true;
-                }
-                Ok(Some(records)) => {
+                Ok(Some((records, end))) => {
+                    let end = match end {
+                        Some(end) => end,
+                        // Nothing delivered: ask the stream where it ends.
+                        None => self.bounds().await?.end,
+                    };
+                    if records.is_empty() && end > from {
+                        // Nothing delivered although the stream holds records past `from`:
+                        // the cursor is stale (its consumer lived on a node that died, and its
+                        // pull requests go nowhere). Seen in the leader-kill test; replace it.
+                        self.forget(&cursor);
+                        stale = true;
+                        continue;
+                    }
                     let next_offset = cursor.next;
                     *slot = Some(cursor);
                     return Ok(ReadBatch {
                         records,
                         next_offset,
+                        end: end.max(next_offset),
                     });
                 }
                 Ok(None) => {
