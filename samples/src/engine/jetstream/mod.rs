@@ -332,29 +332,63 @@ impl JetStreamPartition {
         cursor: &mut Cursor,
         limits: ReadLimits,
     ) -> Result<Option<(Vec<LogRecord>, Option<i64>)>, EngineError> {
+        match self.pull(cursor, limits, Some(limits.max_bytes)).await? {
+            // nats-server 2.9.10 refuses some pulls with a byte limit far above the message's
+            // size ("409 Message Size Exceeds MaxBytes": seen for ~60-byte events with limits of
+            // 1 KiB to 16 KiB, on an R3 stream even above). Answering nothing, forever, would
+            // stall the reader; so the pull is sent again bounded by `max_records` alone. The
+            // read may then carry more bytes than asked, never none.
+            Pulled::RefusedMaxBytes => match self.pull(cursor, limits, None).await? {
+                Pulled::RefusedMaxBytes => Err(EngineError::Broken {
+                    partition: self.name.clone(),
+                    reason: "a pull without a byte limit was refused for its byte limit".into(),
+                }),
+                pulled => Ok(pulled.into_records()),
+            },
+            pulled => Ok(pulled.into_records()),
+        }
+    }
+
+    /// One pull request on `cursor`.
+    async fn pull(
+        &self,
+        cursor: &mut Cursor,
+        limits: ReadLimits,
+        max_bytes: Option<usize>,
+    ) -> Result<Pulled, EngineError> {
         let messages = if limits.wait.is_zero() {
-            cursor
-                .consumer
-                .fetch()
-                .max_messages(limits.max_records)
-                .max_bytes(limits.max_bytes)
-                .messages()
-                .await
+            let request = cursor.consumer.fetch().max_messages(limits.max_records);
+            match max_bytes {
+                Some(bytes) => request.max_bytes(bytes).messages().await,
+                None => request.messages().await,
+            }
         } else {
-            cursor
+            let request = cursor
                 .consumer
                 .batch()
                 .max_messages(limits.max_records)
-                .max_bytes(limits.max_bytes)
-                .expires(limits.wait.max(MIN_FETCH_EXPIRY))
-                .messages()
-                .await
+                .expires(limits.wait.max(MIN_FETCH_EXPIRY));
+            match max_bytes {
+                Some(bytes) => request.max_bytes(bytes).messages().await,
+                None => request.messages().await,
+            }
         };
         let mut messages = messages.map_err(|error| unavailable(&self.name, error))?;
         let mut records = Vec::new();
         let mut end = None;
         while let Some(message) = messages.next().await {
-            let message = message.map_err(|error| unavailable(&self.name, error))?;
+            let message = match message {
+                Ok(message) => message,
+                Err(error) if error.to_string().contains("Exceeds MaxBytes") => {
+                    // The request is over: what came before the refusal is a read; nothing
+                    // is a refusal to retry.
+                    if records.is_empty() {
+                        return Ok(Pulled::RefusedMaxBytes);
+                    }
+                    break;
+                }
+                Err(error) => return Err(unavailable(&self.name, error)),
+            };
             let info = message.info().map_err(|error| EngineError::Broken {
                 partition: self.name.clone(),
                 reason: format!("a delivered message without stream info: {error}"),
@@ -364,7 +398,7 @@ impl JetStreamPartition {
             if sequence != cursor.next {
                 // The server's cursor and ours disagree: a fetch abandoned earlier took
                 // messages we never saw, or the stream lost its head under us. Never skip.
-                return Ok(None);
+                return Ok(Pulled::OutOfOrder);
             }
             cursor.next += 1;
             records.push(LogRecord {
@@ -372,7 +406,27 @@ impl JetStreamPartition {
                 payload: message.message.payload.clone(),
             });
         }
-        Ok(Some((records, end)))
+        Ok(Pulled::Records(records, end))
+    }
+}
+
+/// What one pull request gave.
+enum Pulled {
+    /// Consecutive records from the cursor's position, and the stream's end as the last one saw
+    /// it.
+    Records(Vec<LogRecord>, Option<i64>),
+    /// A sequence other than the one expected: the cursor must be replaced.
+    OutOfOrder,
+    /// The server refused the request's byte limit before delivering anything.
+    RefusedMaxBytes,
+}
+
+impl Pulled {
+    fn into_records(self) -> Option<(Vec<LogRecord>, Option<i64>)> {
+        match self {
+            Pulled::Records(records, end) => Some((records, end)),
+            Pulled::OutOfOrder | Pulled::RefusedMaxBytes => None,
+        }
     }
 }
 
