@@ -19,7 +19,9 @@
 //!
 //! An offset is the record's position in its partition: booblik's offset (the first record ever
 //! written is 0) or JetStream's stream sequence (the first is 1). [`Bounds::origin`] says which;
-//! code that needs "the very beginning" asks for it instead of writing 0.
+//! code that needs "the very beginning" asks for it instead of writing 0, and a reader that starts
+//! "wherever the log begins" says [`StartAt::Earliest`]. [`ReadBatch::end`] is the partition's
+//! end as a read saw it: what a follower's lag is measured against.
 //!
 //! # Layout
 //!

@@ -133,7 +133,9 @@ pub async fn projection_matches_replay(
 }
 
 /// Compares per-partition log growth (`after − before`, the partitions' ends) with what the publisher
-/// had acknowledged. Holds only when nobody else writes to the topic.
+/// had acknowledged. Holds only when nobody else writes to the topic. Give `before` every
+/// partition of `after` (the demo measures both with the engine's bounds): a partition missing
+/// from it is counted from 0, booblik's origin.
 ///
 /// A failed delivery's outcome is unknown — the broker may have written the record and lost only
 /// the acknowledgement — so a partition may have grown by anything from its acknowledged count to
