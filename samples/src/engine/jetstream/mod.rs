@@ -42,6 +42,12 @@ pub const CURSOR_INACTIVE_THRESHOLD: Duration = Duration::from_mins(1);
 /// empty at once by some servers, which would turn a follower into a busy loop.
 pub const MIN_FETCH_EXPIRY: Duration = Duration::from_millis(10);
 
+/// How much longer than its own expiry a pull may go unanswered before the cursor is given up.
+/// A pull sent to a consumer whose node was SIGKILLed can stay open with no answer and no error
+/// (seen in the demo's leader-kill test: a follower stalled past the demo's catch-up limit); the
+/// read then fails as unavailable, and the next one opens a new cursor.
+pub const PULL_GRACE: Duration = Duration::from_secs(2);
+
 /// How topics are laid out on the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamSettings {
@@ -332,13 +338,16 @@ impl JetStreamPartition {
         cursor: &mut Cursor,
         limits: ReadLimits,
     ) -> Result<Option<(Vec<LogRecord>, Option<i64>)>, EngineError> {
-        match self.pull(cursor, limits, Some(limits.max_bytes)).await? {
+        let pulled = self
+            .pull_in_time(cursor, limits, Some(limits.max_bytes))
+            .await?;
+        match pulled {
             // nats-server 2.9.10 refuses some pulls with a byte limit far above the message's
             // size ("409 Message Size Exceeds MaxBytes": seen for ~60-byte events with limits of
             // 1 KiB to 16 KiB, on an R3 stream even above). Answering nothing, forever, would
             // stall the reader; so the pull is sent again bounded by `max_records` alone. The
             // read may then carry more bytes than asked, never none.
-            Pulled::RefusedMaxBytes => match self.pull(cursor, limits, None).await? {
+            Pulled::RefusedMaxBytes => match self.pull_in_time(cursor, limits, None).await? {
                 Pulled::RefusedMaxBytes => Err(EngineError::Broken {
                     partition: self.name.clone(),
                     reason: "a pull without a byte limit was refused for its byte limit".into(),
@@ -347,6 +356,24 @@ impl JetStreamPartition {
             },
             pulled => Ok(pulled.into_records()),
         }
+    }
+
+    /// [`pull`](Self::pull), given up after its expiry and [`PULL_GRACE`].
+    async fn pull_in_time(
+        &self,
+        cursor: &mut Cursor,
+        limits: ReadLimits,
+        max_bytes: Option<usize>,
+    ) -> Result<Pulled, EngineError> {
+        let limit = limits.wait.max(MIN_FETCH_EXPIRY) + PULL_GRACE;
+        tokio::time::timeout(limit, self.pull(cursor, limits, max_bytes))
+            .await
+            .unwrap_or_else(|_| {
+                Err(unavailable(
+                    &self.name,
+                    format!("a pull was not answered within {limit:?}"),
+                ))
+            })
     }
 
     /// One pull request on `cursor`.
