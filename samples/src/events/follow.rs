@@ -57,7 +57,7 @@ use booblik_offset_store::{OffsetStore, OffsetStoreError};
 use serde::Serialize;
 
 use crate::engine::{EngineError, LogEngine, PartitionLog, ReadBatch, ReadLimits, StartAt};
-use crate::events::recheck::{Applied, Recheck, recheck};
+use crate::events::recheck::{Applied, Recheck, recheck_log};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::{partitions_of, run_per_partition};
 use crate::support::retry::backoff;
@@ -328,7 +328,7 @@ impl PartitionFollower {
                         self.state.caught_up(partition, batch.end);
                         continue;
                     };
-                    applied = Some(Applied::of(last));
+                    applied = Some(Applied::of_log_record(last));
                     // Handle, then save: the order is the at-least-once guarantee.
                     self.state.handle(partition, &batch);
                     tracing::debug!(
@@ -399,7 +399,7 @@ impl PartitionFollower {
     ) -> Result<bool, FollowError> {
         let partition = self.partition;
         loop {
-            match recheck(log, applied).await {
+            match recheck_log(log, applied).await {
                 Ok(Recheck::Same | Recheck::Retained) => return Ok(true),
                 Ok(Recheck::Rewritten {
                     offset,
