@@ -159,7 +159,31 @@ pub async fn ensure_topic(
             engine
                 .ensure_topics(&[(topic.to_owned(), partitions)], settings)
                 .await
-                .with_context(|| format!("cannot create topic {topic} on JetStream"))
+                .with_context(|| format!("cannot create topic {topic} on JetStream"))?;
+            // A stream just created answers publishes only once its replicas elected a leader
+            // (until then: "no responders"). Stream info is answered by that leader, so wait
+            // for it: the first publishes would otherwise fail.
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
+            for partition in 0..partitions {
+                loop {
+                    let answered =
+                        async { engine.open(topic, partition).await?.bounds().await }.await;
+                    match answered {
+                        Ok(_) => break,
+                        Err(error)
+                            if error.is_transient() && tokio::time::Instant::now() < deadline =>
+                        {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        Err(error) => {
+                            return Err(error).with_context(|| {
+                                format!("topic {topic} partition {partition}: no stream leader")
+                            });
+                        }
+                    }
+                }
+            }
+            Ok(())
         }
         Err(error) => Err(error).with_context(|| format!("topic {topic} on JetStream")),
     }
