@@ -10,9 +10,10 @@ mod events_support;
 
 use std::sync::Arc;
 
-use booblik_client::{AckPolicy, Client, ConnectionConfig, ConsumerConfig, TopicName};
+use booblik_client::{AckPolicy, Client, ConnectionConfig, TopicName};
 use booblik_offset_store::InMemoryOffsetStore;
 use booblik_protocol::RecordSet;
+use booblik_samples::engine::{BooblikEngine, ReadLimits};
 use booblik_samples::events::follow::{FollowConfig, FollowError, FollowState, run_follow};
 use booblik_samples::support::embedded_broker;
 use booblik_samples::support::shutdown::Shutdown;
@@ -52,15 +53,15 @@ async fn a_log_rewritten_under_the_position_stops_the_consumer_instead_of_skippi
 
     let state = FollowState::new();
     let follow = tokio::spawn(run_follow(
-        connect(addr).await,
+        Arc::new(BooblikEngine::new(connect(addr).await)),
         Arc::new(InMemoryOffsetStore::new()),
         FollowConfig {
             topic: TOPIC.into(),
             partitions: Some(vec![0]),
             consumer_name: "rewrite".into(),
-            consumer: ConsumerConfig {
-                max_wait_ms: 100,
-                ..ConsumerConfig::default()
+            limits: ReadLimits {
+                wait: std::time::Duration::from_millis(100),
+                ..ReadLimits::default()
             },
         },
         Arc::clone(&state),

@@ -7,7 +7,7 @@ mod events_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use booblik_client::ConsumerConfig;
+use booblik_samples::engine::ReadLimits;
 use booblik_samples::events::projection::http::routes;
 use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run_projection};
 use booblik_samples::support::shutdown::Shutdown;
@@ -39,10 +39,10 @@ async fn the_projection_equals_a_direct_fold_of_the_published_events() {
         .unwrap();
     let stop = Shutdown::new();
     let projection = tokio::spawn(run_projection(
-        client.clone(),
+        events_support::engine(&client),
         ProjectionConfig {
             topic: "events".into(),
-            consumer: ConsumerConfig::default(),
+            limits: ReadLimits::default(),
             snapshot: None,
         },
         Arc::clone(&state),

@@ -22,6 +22,7 @@ async fn a_killed_projection_restores_a_snapshot_that_agrees_with_its_positions(
     let dir = tempfile::tempdir().unwrap();
     let broker = events_support::start_broker(&dir.path().join("broker")).await;
     let client = events_support::client(&broker).await;
+    let engine = events_support::engine(&client);
     let addr = broker.local_addr().to_string();
     let path = dir.path().join("projection.snapshot.json");
     let path_arg = path.to_str().unwrap().to_owned();
@@ -49,7 +50,7 @@ async fn a_killed_projection_restores_a_snapshot_that_agrees_with_its_positions(
         let Some(model) = snapshot::load(&path, "events").unwrap() else {
             continue; // killed before its first snapshot
         };
-        let check = projection_matches_replay(&client, "events", &model)
+        let check = projection_matches_replay(engine.as_ref(), "events", &model)
             .await
             .unwrap();
         assert!(check.passed, "round {round}: {}", check.detail);
@@ -80,7 +81,7 @@ async fn a_killed_projection_restores_a_snapshot_that_agrees_with_its_positions(
         "a clean stop saves the final snapshot"
     );
     assert!(
-        projection_matches_replay(&client, "events", &last)
+        projection_matches_replay(engine.as_ref(), "events", &last)
             .await
             .unwrap()
             .passed

@@ -2,12 +2,14 @@
 //! `FileOffsetStore` after each handled batch; a restart resumes from the saved position.
 //!
 //! ```text
-//! follow-consumer [--broker host:port] [--stats-bind addr] [--topic events]
+//! follow-consumer [--engine booblik|jetstream] [--broker host:port] [--nats-url nats://h:p,…]
+//!                 [--stats-bind addr] [--topic events]
 //!                 [--partitions 0,1,2] [--consumer-name follow] [--offsets-dir ./offsets]
 //!                 [--fetch-max-bytes N] [--max-wait-ms N]
 //! ```
 //!
-//! With no saved position a partition starts at the earliest offset. Ctrl-C/SIGTERM stop it
+//! With no saved position a partition starts at the earliest offset. Positions are the engine's
+//! offsets (JetStream: stream sequences), so keep one `--offsets-dir` per engine. Ctrl-C/SIGTERM stop it
 //! cleanly: the batch in hand is handled and checkpointed first. `GET /stats` (with
 //! `--stats-bind`) and the periodic log line carry `resumed_from` (per partition: the saved
 //! position this run started from, or `null`), `next_offset`, `checkpointed`, `records`,
@@ -20,17 +22,22 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use booblik_client::ConsumerConfig;
-use booblik_client::consumer::config::{DEFAULT_MAX_BYTES, DEFAULT_MAX_WAIT_MS};
 use booblik_offset_store::{FileOffsetStore, OffsetStore};
+use booblik_samples::engine::{MAX_READ_WAIT, ReadLimits};
 use booblik_samples::events::follow::{FollowConfig, FollowState, run_follow};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 use serde_json::json;
+
+/// `--fetch-max-bytes` by default.
+const DEFAULT_FETCH_MAX_BYTES: usize = 1024 * 1024;
+/// `--max-wait-ms` by default.
+const DEFAULT_MAX_WAIT_MS: u64 = 500;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -50,12 +57,12 @@ struct Cli {
     /// Directory of the offset store.
     #[arg(long, env = "BOOBLIK_OFFSETS_DIR", default_value = "./offsets")]
     offsets_dir: PathBuf,
-    /// Largest fetch: bounds one batch, and so what a crash can make the consumer repeat.
-    #[arg(long, default_value_t = DEFAULT_MAX_BYTES)]
-    fetch_max_bytes: i32,
-    /// How long a fetch waits at the broker for new records.
+    /// Largest read: bounds one batch, and so what a crash can make the consumer repeat.
+    #[arg(long, default_value_t = DEFAULT_FETCH_MAX_BYTES)]
+    fetch_max_bytes: usize,
+    /// How long a read waits at the engine for new records.
     #[arg(long, default_value_t = DEFAULT_MAX_WAIT_MS)]
-    max_wait_ms: i32,
+    max_wait_ms: u64,
 }
 
 #[tokio::main]
@@ -68,7 +75,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot open offsets in {}", cli.offsets_dir.display()))?,
     );
-    let client = cli.common.connect(&shutdown).await?;
+    let engine = cli.common.open_engine(&shutdown).await?;
 
     let state = FollowState::new();
     let snapshot: stats_http::Snapshot = {
@@ -96,13 +103,13 @@ async fn main() -> anyhow::Result<ExitCode> {
         topic: cli.common.topic,
         partitions: cli.partitions,
         consumer_name: cli.consumer_name,
-        consumer: ConsumerConfig {
-            max_bytes: cli.fetch_max_bytes,
-            max_wait_ms: cli.max_wait_ms,
-            ..ConsumerConfig::default()
+        limits: ReadLimits {
+            max_bytes: cli.fetch_max_bytes.max(1),
+            wait: Duration::from_millis(cli.max_wait_ms).min(MAX_READ_WAIT),
+            ..ReadLimits::default()
         },
     };
-    let outcome = run_follow(client, store, config, Arc::clone(&state), shutdown).await;
+    let outcome = run_follow(engine, store, config, Arc::clone(&state), shutdown).await;
     let last = state.snapshot();
     tracing::info!(stats = %snapshot(), "follow consumer stopped");
     outcome?;

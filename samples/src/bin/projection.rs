@@ -2,7 +2,8 @@
 //! answers queries over HTTP.
 //!
 //! ```text
-//! projection [--broker host:port] [--stats-bind addr] [--topic events] [--top 10]
+//! projection [--engine booblik|jetstream] [--broker host:port] [--nats-url nats://h:p,…]
+//!     [--stats-bind addr] [--topic events] [--top 10]
 //!     [--snapshot FILE] [--snapshot-every-ms 1000]
 //! ```
 //!
@@ -18,7 +19,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use booblik_client::ConsumerConfig;
+use booblik_samples::engine::ReadLimits;
 use booblik_samples::events::projection::http::{routes, stats_json};
 use booblik_samples::events::projection::snapshot::{DEFAULT_SNAPSHOT_EVERY_MS, SnapshotConfig};
 use booblik_samples::events::projection::{
@@ -54,7 +55,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = cli.common.connect(&shutdown).await?;
+    let engine = cli.common.open_engine(&shutdown).await?;
 
     let state = ProjectionState::new();
     let snapshot: stats_http::Snapshot = {
@@ -71,13 +72,13 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     let config = ProjectionConfig {
         topic: cli.common.topic,
-        consumer: ConsumerConfig::default(),
+        limits: ReadLimits::default(),
         snapshot: cli.snapshot.map(|path| SnapshotConfig {
             path,
             every_ms: cli.snapshot_every_ms,
         }),
     };
-    run_projection(client, config, Arc::clone(&state), shutdown).await?;
+    run_projection(engine, config, Arc::clone(&state), shutdown).await?;
     let last = state.snapshot(cli.top);
     tracing::info!(stats = %snapshot(), "projection stopped");
     if last.violations > 0 {

@@ -1,20 +1,23 @@
 //! `publisher`: writes keyed user events to the `events` topic at a steady rate.
 //!
 //! ```text
-//! publisher [--broker host:port] [--stats-bind addr] [--topic events]
-//!           [--rate 100] [--users 50] [--count N] [--ack none|written|forced]
+//! publisher [--engine booblik|jetstream] [--broker host:port] [--nats-url nats://h:p,…]
+//!           [--stats-bind addr] [--topic events]
+//!           [--rate 100] [--users 50] [--count N] [--ack written|forced]
 //! ```
+//!
+//! On JetStream a missing topic is created (`--jetstream-partitions 3`, `--jetstream-replicas 3`).
 //!
 //! Runs until `--count` records were sent, or until Ctrl-C/SIGTERM; either way it waits for every
 //! outstanding delivery, then prints its final stats as one JSON line on stdout. `GET /stats`
 //! (with `--stats-bind`): `sent`, `per_partition`, `last_offset`, `failed`,
-//! `failed_per_partition`, `attempted`. A failed delivery got no acknowledgement: whether the
-//! broker wrote it is unknown. The code that matters is `booblik_samples::events::publisher`.
+//! `failed_per_partition`, `attempted`. A failed record got no acknowledgement: whether the
+//! engine wrote it is unknown. The code that matters is `booblik_samples::events::publisher`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use booblik_client::AckPolicy;
+use booblik_samples::engine::Ack;
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
@@ -39,9 +42,10 @@ struct Cli {
     /// Stop after this many records (default: run until stopped).
     #[arg(long)]
     count: Option<u64>,
-    /// When the broker acknowledges: none, written or forced (after fsync).
+    /// When the engine acknowledges: written, or forced (booblik: after fsync; JetStream: the
+    /// same PubAck, see docs/jetstream.md).
     #[arg(long, default_value = "written")]
-    ack: AckPolicy,
+    ack: Ack,
 }
 
 #[tokio::main]
@@ -49,7 +53,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = cli.common.connect(&shutdown).await?;
+    let engine = cli.common.open_engine(&shutdown).await?;
 
     let stats = PublisherStats::new();
     let snapshot: stats_http::Snapshot = {
@@ -71,7 +75,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         count: cli.count,
         ack: cli.ack,
     };
-    let last = run_publisher(client, config, Arc::clone(&stats), shutdown).await?;
+    let last = run_publisher(engine, config, Arc::clone(&stats), shutdown).await?;
     println!("{}", serde_json::to_string(&last)?);
     Ok(if last.failed == 0 {
         ExitCode::SUCCESS

@@ -2,7 +2,8 @@
 //! with a JSON summary on stdout (per-partition and per-user counts, and the checks).
 //!
 //! ```text
-//! replay-consumer [--broker host:port] [--stats-bind addr] [--topic events] [--partitions 0,1,2]
+//! replay-consumer [--engine booblik|jetstream] [--broker host:port] [--nats-url nats://h:p,…]
+//!                 [--stats-bind addr] [--topic events] [--partitions 0,1,2]
 //! ```
 //!
 //! Stores no position: every run reads from the log start. Exit status 1 when per-user order was
@@ -13,7 +14,7 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use booblik_client::ConsumerConfig;
+use booblik_samples::engine::ReadLimits;
 use booblik_samples::events::replay::{ReplayConfig, replay};
 use booblik_samples::support::cli::CommonArgs;
 use booblik_samples::support::shutdown::Shutdown;
@@ -40,7 +41,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = cli.common.connect(&shutdown).await?;
+    let engine = cli.common.open_engine(&shutdown).await?;
 
     let status = Arc::new(Mutex::new(json!({ "phase": "replaying" })));
     if let Some(bind) = cli.common.stats_bind.as_deref() {
@@ -57,10 +58,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     let config = ReplayConfig {
         topic: cli.common.topic,
         partitions: cli.partitions,
-        consumer: ConsumerConfig::default(),
+        limits: ReadLimits::default(),
     };
     let summary = tokio::select! {
-        summary = replay(&client, &config) => summary?,
+        summary = replay(engine.as_ref(), &config) => summary?,
         () = shutdown.triggered() => anyhow::bail!("stopped before the replay finished"),
     };
     let json: Value = serde_json::to_value(&summary)?;

@@ -205,6 +205,7 @@ impl PartitionLog for BooblikPartition {
         Ok(ReadBatch {
             records,
             next_offset,
+            end: batch.high_watermark.max(next_offset),
         })
     }
 

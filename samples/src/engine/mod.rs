@@ -19,7 +19,9 @@
 //!
 //! An offset is the record's position in its partition: booblik's offset (the first record ever
 //! written is 0) or JetStream's stream sequence (the first is 1). [`Bounds::origin`] says which;
-//! code that needs "the very beginning" asks for it instead of writing 0.
+//! code that needs "the very beginning" asks for it instead of writing 0, and a reader that starts
+//! "wherever the log begins" says [`StartAt::Earliest`]. [`ReadBatch::end`] is the partition's
+//! end as a read saw it: what a follower's lag is measured against.
 //!
 //! # Layout
 //!
@@ -60,8 +62,8 @@ impl fmt::Display for EngineKind {
     }
 }
 
-/// How durable an append is before [`PartitionLog::append`] returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How durable an append is before [`PartitionLog::append`] returns (the samples' `--ack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Ack {
     /// booblik: in the log (page cache). JetStream: stored by the stream (see `docs/jetstream.md`
     /// for what that means at R1 and R3).
@@ -113,6 +115,28 @@ pub struct ReadBatch {
     pub records: Vec<LogRecord>,
     /// Where the next read starts, and what a checkpoint saves.
     pub next_offset: i64,
+    /// The partition's end as this read saw it (its high watermark): at least `next_offset`.
+    /// What a reader's lag is measured against.
+    pub end: i64,
+}
+
+/// Where a reader starts in a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// The first record still held ([`Bounds::start`]).
+    Earliest,
+    /// This offset (a saved position, a snapshot's position).
+    At(i64),
+}
+
+impl StartAt {
+    /// The offset this start means in a partition of `bounds`.
+    pub fn offset_in(self, bounds: Bounds) -> i64 {
+        match self {
+            StartAt::Earliest => bounds.start,
+            StartAt::At(offset) => offset,
+        }
+    }
 }
 
 /// Limits of one read.
@@ -123,8 +147,10 @@ pub struct ReadLimits {
     /// At most about this many payload bytes (an engine may return one record beyond it rather
     /// than none).
     pub max_bytes: usize,
-    /// How long to wait for the first record when none is there yet; zero answers at once.
-    /// At most [`MAX_READ_WAIT`].
+    /// How long to wait for the first record when none is there yet; zero answers at once with
+    /// what is there (a replay's reads). At most [`MAX_READ_WAIT`]. An engine may wait up to
+    /// this long even when some records are there (a JetStream pull waits for a full batch or
+    /// its expiry), so a follower's wait is also its worst added latency.
     pub wait: Duration,
 }
 

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use booblik_client::{Client, ClientError, ConsumerConfig, StartPosition};
+use crate::engine::{EngineError, LogEngine, ReadLimits, StartAt};
 
 use crate::events::follow::PartitionProgress;
 use crate::events::projection::Projection;
@@ -37,10 +37,10 @@ impl Check {
 
 /// Replays `[first_offset, next_offset)` of the follow consumer's partition and compares.
 pub async fn follow_matches_replay(
-    client: &Client,
+    engine: &dyn LogEngine,
     topic: &str,
     progress: &PartitionProgress,
-) -> Result<Check, ClientError> {
+) -> Result<Check, EngineError> {
     let tally = &progress.tally;
     let partition = tally.partition;
     let (Some(first), Some(next)) = (tally.first_offset, tally.next_offset) else {
@@ -50,11 +50,10 @@ pub async fn follow_matches_replay(
         ));
     };
     let range = ReplayRange {
-        from: StartPosition::At(first),
+        from: StartAt::At(first),
         to: Some(next),
     };
-    let replayed =
-        replay_partition(client, topic, partition, range, ConsumerConfig::default()).await?;
+    let replayed = replay_partition(engine, topic, partition, range, ReadLimits::default()).await?;
     let reference = &replayed.tally;
     let mut problems = Vec::new();
     if tally.records != reference.records {
@@ -91,19 +90,19 @@ pub async fn follow_matches_replay(
 
 /// Replays every partition up to the projection's position and compares events per user.
 pub async fn projection_matches_replay(
-    client: &Client,
+    engine: &dyn LogEngine,
     topic: &str,
     projection: &Projection,
-) -> Result<Check, ClientError> {
+) -> Result<Check, EngineError> {
     let mut reference: BTreeMap<String, u64> = BTreeMap::new();
     let mut violations = 0;
     for (&partition, &position) in &projection.positions() {
         let range = ReplayRange {
-            from: StartPosition::Earliest,
+            from: StartAt::Earliest,
             to: Some(position),
         };
         let replayed =
-            replay_partition(client, topic, partition, range, ConsumerConfig::default()).await?;
+            replay_partition(engine, topic, partition, range, ReadLimits::default()).await?;
         violations += replayed.tally.violations();
         for (user, count) in replayed.tally.per_user {
             *reference.entry(user).or_insert(0) += count;
@@ -133,8 +132,10 @@ pub async fn projection_matches_replay(
     })
 }
 
-/// Compares per-partition log growth (`after − before`, high watermarks) with what the publisher
-/// had acknowledged. Holds only when nobody else writes to the topic.
+/// Compares per-partition log growth (`after − before`, the partitions' ends) with what the publisher
+/// had acknowledged. Holds only when nobody else writes to the topic. Give `before` every
+/// partition of `after` (the demo measures both with the engine's bounds): a partition missing
+/// from it is counted from 0, booblik's origin.
 ///
 /// A failed delivery's outcome is unknown — the broker may have written the record and lost only
 /// the acknowledgement — so a partition may have grown by anything from its acknowledged count to

@@ -3,10 +3,15 @@
 //!
 //! ```text
 //!  start:  load(consumer, topic, partition) ──► At(saved) | Earliest when nothing was saved
-//!  loop:   follow.next_batch()  (a long poll: waits at the broker, no busy loop)
-//!          handle(batch)        (here: tally and check per-user order)
+//!  loop:   log.read(position, limits)  (a long poll: waits at the engine, no busy loop)
+//!          handle(batch)               (here: tally and check per-user order)
 //!          save(batch.next_offset)
 //! ```
+//!
+//! The consumer runs on any engine ([`LogEngine`]): booblik or JetStream. Positions are the
+//! engine's offsets (booblik's from 0, JetStream's stream sequences from 1) and stay in the
+//! consumer's own [`OffsetStore`] on both — JetStream's durable consumers are not used, so the
+//! position is the application's, saved where and when it decides.
 //!
 //! # Why the checkpoint comes after handling
 //!
@@ -15,19 +20,19 @@
 //! reads that batch again and handles it a second time — a duplicate, never a loss. Saving first
 //! would give at-most-once: a crash after the save loses the batch silently. Duplicates can be
 //! detected (the [`tally`](crate::events::tally) counts them by offset) and made harmless with an
-//! idempotent handler; a lost record cannot be found again. The client's
-//! [`Checkpointer`] does the two steps in this order; this file only adds a loop around it.
+//! idempotent handler; a lost record cannot be found again.
 //!
 //! A restarted consumer is therefore at most one batch behind where it was: `resumed_from` (in the
 //! stats) is the saved position, at or below the last `next_offset` it reported before the crash.
 //!
-//! The limit of "never a loss": the broker serves records up to its high watermark, which includes
+//! The limit of "never a loss" (booblik): the broker serves records up to its high watermark, which includes
 //! records written but not yet fsynced. If the broker's *machine* crashes (a process crash keeps
 //! them: they are in the page cache), those records can vanish and their offsets be reused by new
 //! records; a consumer that read and checkpointed past them resumes after the reused offsets and
 //! would skip the new records silently. Publishers using FORCED make their own records durable
 //! before the ack, but cannot keep readers from seeing others' unsynced records. This consumer
-//! detects it while it runs: whenever its connection was reopened, it re-reads the last record it
+//! detects it while it runs: whenever its connection was reopened
+//! ([`PartitionLog::reconnects`] grew), it re-reads the last record it
 //! applied and compares its CRC before handling more ([`recheck`](crate::events::recheck)), and
 //! stops with
 //! [`FollowError::LogRewritten`] if the log changed under its position. A rewrite while it was not
@@ -37,26 +42,25 @@
 //!
 //! The stop signal is only looked at *between* batches: a batch that was fetched is handled and
 //! checkpointed before the loop ends, so a clean stop (Ctrl-C, SIGTERM) repeats nothing on the
-//! next start. A fetch that is still waiting at the broker is simply abandoned — it moved nothing.
+//! next start. A read that is still waiting at the engine is simply abandoned — it moved nothing.
 //!
 //! # Failures
 //!
-//! A lost connection (broker restart) is retried from the same position after a pause; anything
-//! else stops the consumer with the error (see [`retry`](crate::support::retry)).
+//! A lost connection (broker restart, JetStream leader election) is retried from the same position
+//! after a pause; anything else stops the consumer with the error (see
+//! [`retry`](crate::support::retry)).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use booblik_client::checkpointing::{CheckpointError, Checkpointer};
-use booblik_client::{Batch, Client, ClientError, ConsumerConfig, StartPosition, TopicName};
 use booblik_offset_store::{OffsetStore, OffsetStoreError};
 use serde::Serialize;
 
-use crate::events::recheck::{Applied, Recheck, recheck};
+use crate::engine::{EngineError, LogEngine, PartitionLog, ReadBatch, ReadLimits, StartAt};
+use crate::events::recheck::{Applied, Recheck, recheck_log};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::{partitions_of, run_per_partition};
-use crate::support::retry::{backoff, is_transient};
+use crate::support::retry::backoff;
 use crate::support::shutdown::Shutdown;
 
 /// Which partitions to follow, and under which name positions are saved.
@@ -68,16 +72,16 @@ pub struct FollowConfig {
     pub partitions: Option<Vec<i32>>,
     /// The name positions are saved under in the offset store.
     pub consumer_name: String,
-    /// Fetch settings (batch size, long-poll wait).
-    pub consumer: ConsumerConfig,
+    /// Read limits (batch size, long-poll wait).
+    pub limits: ReadLimits,
 }
 
 /// Why the follow consumer stopped on its own.
 #[derive(Debug, thiserror::Error)]
 pub enum FollowError {
-    /// A fetch failed in a way retrying does not fix.
+    /// A read failed in a way retrying does not fix.
     #[error(transparent)]
-    Client(#[from] ClientError),
+    Engine(#[from] EngineError),
     /// The offset store failed: the position could not be loaded or saved.
     #[error("offset store: {0}")]
     Store(#[from] OffsetStoreError),
@@ -102,16 +106,6 @@ pub enum FollowError {
     },
 }
 
-impl From<CheckpointError<Infallible>> for FollowError {
-    fn from(error: CheckpointError<Infallible>) -> Self {
-        match error {
-            CheckpointError::Client(error) => Self::Client(error),
-            CheckpointError::Store(error) => Self::Store(error),
-            CheckpointError::Handler(never) => match never {},
-        }
-    }
-}
-
 /// One partition's progress.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PartitionProgress {
@@ -122,7 +116,7 @@ pub struct PartitionProgress {
     pub next_offset: i64,
     /// The last saved position.
     pub checkpointed: Option<i64>,
-    /// The high watermark reported with the last batch.
+    /// The partition's end (high watermark) as the last read saw it.
     pub high_watermark: i64,
     /// Counts and checks of the records handled.
     pub tally: PartitionTally,
@@ -226,16 +220,23 @@ impl FollowState {
     }
 
     /// The handler: tallies (and so order-checks) every record of the batch.
-    fn handle(&self, batch: &Batch) {
+    fn handle(&self, partition: i32, batch: &ReadBatch) {
         let mut partitions = self.lock();
         let progress = partitions
-            .get_mut(&batch.partition)
+            .get_mut(&partition)
             .expect("a partition is started before its first batch");
         for record in &batch.records {
             progress.tally.observe(record.offset, &record.payload);
         }
         progress.next_offset = batch.next_offset;
-        progress.high_watermark = batch.high_watermark;
+        progress.high_watermark = batch.end;
+    }
+
+    /// A read that found nothing new: the end it saw is the partition's end now.
+    fn caught_up(&self, partition: i32, end: i64) {
+        if let Some(progress) = self.lock().get_mut(&partition) {
+            progress.high_watermark = end;
+        }
     }
 
     fn checkpointed(&self, partition: i32, offset: i64) {
@@ -246,23 +247,22 @@ impl FollowState {
 }
 
 /// Follows `config.partitions` (one task each) until `shutdown` is triggered or a partition fails
-/// for good. On a clean stop every fetched batch has been handled and checkpointed.
+/// for good. On a clean stop every batch read has been handled and checkpointed.
 pub async fn run_follow(
-    client: Client,
+    engine: Arc<dyn LogEngine>,
     store: Arc<dyn OffsetStore>,
     config: FollowConfig,
     state: Arc<FollowState>,
     shutdown: Shutdown,
 ) -> Result<(), FollowError> {
-    let partitions = partitions_of(&client, &config.topic, config.partitions.as_deref()).await?;
-    let checkpointer = Checkpointer::new(store, config.consumer_name.clone());
+    let partitions =
+        partitions_of(engine.as_ref(), &config.topic, config.partitions.as_deref()).await?;
     run_per_partition(partitions, &shutdown, |partition, stop| {
         let follower = PartitionFollower {
-            client: client.clone(),
-            checkpointer: checkpointer.clone(),
-            topic: config.topic.clone(),
+            engine: Arc::clone(&engine),
+            store: Arc::clone(&store),
+            config: config.clone(),
             partition,
-            consumer: config.consumer.clone(),
             state: Arc::clone(&state),
         };
         follower.run(stop)
@@ -272,94 +272,79 @@ pub async fn run_follow(
 
 /// One partition's loop.
 struct PartitionFollower {
-    client: Client,
-    checkpointer: Checkpointer,
-    topic: String,
+    engine: Arc<dyn LogEngine>,
+    store: Arc<dyn OffsetStore>,
+    config: FollowConfig,
     partition: i32,
-    consumer: ConsumerConfig,
     state: Arc<FollowState>,
 }
 
 impl PartitionFollower {
     async fn run(self, stop: Shutdown) -> Result<(), FollowError> {
-        let partition = self.partition;
-        let topic = TopicName::new(&self.topic).map_err(ClientError::from)?;
-        let saved = self.checkpointer.load(&topic, partition).await?;
-        let start = saved.map_or(StartPosition::Earliest, StartPosition::At);
-        let consumer = loop {
-            match self
-                .client
-                .consumer(&self.topic, partition, start, self.consumer.clone())
-                .await
-            {
-                Ok(consumer) => break consumer,
-                Err(error) if is_transient(&error) => {
-                    tracing::warn!(partition, %error, "cannot start following yet; retrying");
-                    if !backoff(&stop).await {
-                        return Ok(());
-                    }
-                }
-                Err(error) => return Err(error.into()),
-            }
+        let (partition, topic, name) = (
+            self.partition,
+            self.config.topic.as_str(),
+            self.config.consumer_name.as_str(),
+        );
+        let saved = self.store.load(name, topic, partition).await?;
+        let start = saved.map_or(StartAt::Earliest, StartAt::At);
+        let Some((log, mut position)) = self.open(start, &stop).await? else {
+            return Ok(());
         };
         tracing::info!(
-            consumer = self.checkpointer.consumer_name(),
-            topic = %topic,
+            engine = %self.engine.kind(),
+            consumer = name,
+            topic,
             partition,
             resumed_from = ?saved,
-            position = consumer.position(),
+            position,
             "following"
         );
-        self.state.started(partition, saved, consumer.position());
+        self.state.started(partition, saved, position);
 
-        let mut follow = consumer.follow();
-        // The last record handled, and the connections the consumer had opened when it was read:
-        // a batch fetched over a newer connection may come from a restarted broker, so the log
-        // behind the position is checked before that batch is handled (`recheck.rs`).
+        // The last record handled, and the engine's reconnect count when it was read: a batch
+        // read after a reconnect may come from a restarted broker, so the log behind the
+        // position is checked before that batch is handled (`recheck.rs`).
         let mut applied: Option<Applied> = None;
-        let mut connections_seen = follow.connections_opened();
+        let mut reconnects_seen = log.reconnects();
         loop {
-            let fetched = tokio::select! {
+            let read = tokio::select! {
                 biased;
                 () = stop.triggered() => break,
-                fetched = follow.next_batch() => fetched,
+                read = log.read(position, self.config.limits) => read,
             };
-            match fetched {
+            match read {
                 Ok(batch) => {
-                    if follow.connections_opened() != connections_seen {
-                        connections_seen = follow.connections_opened();
+                    if log.reconnects() != reconnects_seen {
+                        reconnects_seen = log.reconnects();
                         if let Some(applied) = applied
-                            && !self.log_still_holds(applied, &stop).await?
+                            && !self.log_still_holds(log.as_ref(), applied, &stop).await?
                         {
                             break;
                         }
                     }
-                    let next_offset = batch.next_offset;
-                    if let Some(last) = batch.records.last() {
-                        applied = Some(Applied::of(last));
-                    }
-                    let state = &self.state;
+                    position = batch.next_offset;
+                    let Some(last) = batch.records.last() else {
+                        self.state.caught_up(partition, batch.end);
+                        continue;
+                    };
+                    applied = Some(Applied::of_log_record(last));
                     // Handle, then save: the order is the at-least-once guarantee.
-                    self.checkpointer
-                        .process(batch, |batch| async move {
-                            state.handle(&batch);
-                            tracing::debug!(
-                                partition,
-                                first_offset = batch
-                                    .records
-                                    .first()
-                                    .map_or(batch.next_offset, |r| r.offset),
-                                next_offset = batch.next_offset,
-                                records = batch.records.len(),
-                                "handled batch"
-                            );
-                            Ok::<(), Infallible>(())
-                        })
+                    self.state.handle(partition, &batch);
+                    tracing::debug!(
+                        partition,
+                        first_offset = batch.records[0].offset,
+                        next_offset = batch.next_offset,
+                        records = batch.records.len(),
+                        "handled batch"
+                    );
+                    self.store
+                        .save(name, topic, partition, batch.next_offset)
                         .await?;
-                    self.state.checkpointed(partition, next_offset);
+                    self.state.checkpointed(partition, batch.next_offset);
                 }
-                Err(error) if is_transient(&error) => {
-                    tracing::warn!(partition, %error, position = follow.position(), "fetch failed; retrying from the same position");
+                Err(error) if error.is_transient() => {
+                    tracing::warn!(partition, %error, position, "read failed; retrying from the same position");
                     if !backoff(&stop).await {
                         break;
                     }
@@ -374,28 +359,47 @@ impl PartitionFollower {
         );
         Ok(())
     }
-}
 
-impl PartitionFollower {
+    /// Opens the partition and resolves `start` to an offset, waiting out transient failures
+    /// (an engine still starting). `None` when stopped meanwhile.
+    async fn open(
+        &self,
+        start: StartAt,
+        stop: &Shutdown,
+    ) -> Result<Option<(Arc<dyn PartitionLog>, i64)>, FollowError> {
+        let partition = self.partition;
+        loop {
+            let opened = async {
+                let log = self.engine.open(&self.config.topic, partition).await?;
+                let bounds = log.bounds().await?;
+                Ok::<_, EngineError>((log, start.offset_in(bounds)))
+            }
+            .await;
+            match opened {
+                Ok(opened) => return Ok(Some(opened)),
+                Err(error) if error.is_transient() => {
+                    tracing::warn!(partition, %error, "cannot start following yet; retrying");
+                    if !backoff(stop).await {
+                        return Ok(None);
+                    }
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
     /// After a reconnect: checks that the last applied record is still in the log as it was
-    /// read, retrying while the broker is unreachable. `Ok(true)`: carry on; `Ok(false)`: the
+    /// read, retrying while the engine is unreachable. `Ok(true)`: carry on; `Ok(false)`: the
     /// stop signal came first; an error if the log was rewritten under the position.
     async fn log_still_holds(
         &self,
+        log: &dyn PartitionLog,
         applied: Applied,
         stop: &Shutdown,
     ) -> Result<bool, FollowError> {
         let partition = self.partition;
         loop {
-            let checked = recheck(
-                &self.client,
-                &self.topic,
-                partition,
-                applied,
-                self.consumer.clone(),
-            )
-            .await;
-            match checked {
+            match recheck_log(log, applied).await {
                 Ok(Recheck::Same | Recheck::Retained) => return Ok(true),
                 Ok(Recheck::Rewritten {
                     offset,
@@ -409,7 +413,7 @@ impl PartitionFollower {
                         found_crc,
                     });
                 }
-                Err(error) if is_transient(&error) => {
+                Err(error) if error.is_transient() => {
                     tracing::warn!(partition, %error, offset = applied.offset, "cannot re-check the last applied record yet; retrying");
                     if !backoff(stop).await {
                         return Ok(false);

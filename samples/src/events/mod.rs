@@ -10,7 +10,9 @@
 //!   keeps state and position together, in memory, rebuilding both from the log on start.
 //!
 //! Every role is a library function here, and its binary (`src/bin/`) is flags around it, so the
-//! demo runs the very same code in one process.
+//! demo runs the very same code in one process. Every role takes a [`LogEngine`](crate::engine::LogEngine)
+//! — booblik or NATS JetStream — and never asks which one it got: it sees offsets and payloads,
+//! and asks the engine where a partition begins and ends.
 //!
 //! # Layout
 //!
@@ -18,7 +20,7 @@
 //! |---|---|---|
 //! | `event.rs` | the record | [`UserEvent`], versioned postcard encoding, why each field |
 //! | `tally.rs` | every reader's checks | per-user order, duplicates recognised by offset, skipped offsets, undecodable records |
-//! | `publisher.rs` | publisher | keyed sends, batching producer, deliveries awaited apart, rate pacing |
+//! | `publisher.rs` | publisher | keyed sends, one batching writer per partition, what was acknowledged, rate pacing |
 //! | `follow.rs` | follow consumer | resume from the `FileOffsetStore`, checkpoint *after* handling, clean stop |
 //! | `recheck.rs` | follow consumer | after a reconnect, re-read the last applied record: a log rewritten under the position stops the consumer |
 //! | `replay.rs` | replay consumer | history to the high watermark, a summary, re-runnable |

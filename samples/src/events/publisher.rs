@@ -1,21 +1,27 @@
-//! The publisher: writes keyed [`UserEvent`]s at a steady rate.
+//! The publisher: writes keyed [`UserEvent`]s at a steady rate, to any engine.
 //!
-//! * **Key = user id.** The producer hashes the key with the partitioner every booblik client
-//!   shares, so all of one user's events land in one partition, in the order they were sent. That
-//!   is the only ordering a log gives: per partition, never across partitions.
-//! * **The producer batches.** `send` only queues the record and returns a [`Delivery`] — a
-//!   future of its offset. Waiting for each record before sending the next would cost a round
-//!   trip per record; instead the deliveries go into a queue of at most
-//!   [`MAX_PENDING_DELIVERIES`] (`send` waits when it is full), and a separate task, the settler,
-//!   awaits them one after another, in the order sent, and counts what the broker acknowledged.
+//! * **Key = user id.** The key is hashed with the partitioner every booblik client shares
+//!   (FNV-1a, `booblik_protocol::partition_for_key`), so all of one user's events land in one
+//!   partition, in the order they were sent. That is the only ordering a log gives: per
+//!   partition, never across partitions. On JetStream a partition is a stream of its own, so the
+//!   same key lands in the same stream.
+//! * **The publisher batches, per partition.** Sending only queues the record (at most
+//!   [`MAX_PENDING_RECORDS`] a partition; sending waits when the queue is full). One writer task
+//!   per partition takes whatever has queued — up to [`MAX_BATCH_RECORDS`] — appends it as one
+//!   batch with [`PartitionLog::append`], and counts what the engine acknowledged. Waiting for
+//!   each record before sending the next would cost a round trip per record; one append in
+//!   flight per partition keeps each user's events in the order sent.
 //! * **Stats count acknowledged records**, not attempts: `sent` and `per_partition` are what the
-//!   broker confirmed (with `--ack none` it confirms nothing, so a record counts once it left).
-//! * **A failed delivery's outcome is unknown.** It is counted in `failed` (and
+//!   engine confirmed.
+//! * **A failed append's outcome is unknown.** Its records are counted in `failed` (and
 //!   `failed_per_partition`), but "failed" means no acknowledgement arrived, not that nothing was
-//!   written: the connection may have broken after the broker wrote the record. So the log may
-//!   hold the event or not; its `seq` is used up either way, and a consumer sees either the event
-//!   or a gap in that user's sequence — never a reordering. The demo's cross-check accepts a log
-//!   that grew by anything from the acknowledged count to acknowledged + failed, and says which.
+//!   written: the connection may have broken after the engine wrote them (on JetStream: some of
+//!   the batch's publishes may have been stored). So the log may hold the event or not; its `seq`
+//!   is used up either way, and a consumer sees either the event or a gap in that user's
+//!   sequence — never a reordering, because a failed batch is not retried. The demo's
+//!   cross-check accepts a log that grew by anything from the acknowledged count to
+//!   acknowledged + failed, and says which. An error retrying cannot fix (the engine refused the
+//!   records) stops the publisher.
 //!
 //! Users are not equally active: user `i` of `n` is picked with a skewed distribution
 //! (`n × r²` for uniform `r`), so the projection's "top users" has something to show.
@@ -23,21 +29,26 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use booblik_client::{AckPolicy, Client, ClientError, Delivery, ProducerConfig};
+use booblik_protocol::partition_for_key;
+use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use crate::engine::{Ack, EngineError, LogEngine, PartitionLog};
 use crate::events::event::{EventKind, UserEvent};
 use crate::support::clock::wall_clock_ms;
 use crate::support::pacer::Pacer;
 use crate::support::shutdown::Shutdown;
 
-/// Deliveries queued for the settler, at most; `send` waits when the queue is full (the settler
-/// awaits them one at a time, in the order sent).
-pub const MAX_PENDING_DELIVERIES: usize = 10_000;
+/// Records queued for one partition's writer, at most; sending waits when the queue is full.
+pub const MAX_PENDING_RECORDS: usize = 10_000;
+
+/// Records one append carries, at most (events are ~50 bytes: a batch stays far below any
+/// engine's request limit).
+pub const MAX_BATCH_RECORDS: usize = 500;
 
 /// Largest `--users`.
 pub const MAX_USERS: u32 = 1_000_000;
@@ -56,8 +67,8 @@ pub struct PublisherConfig {
     pub users: u32,
     /// Stop after this many records (attempted); `None` runs until stopped.
     pub count: Option<u64>,
-    /// When the broker acknowledges.
-    pub ack: AckPolicy,
+    /// When the engine acknowledges.
+    pub ack: Ack,
 }
 
 /// Why publishing stopped early.
@@ -66,9 +77,9 @@ pub enum PublishError {
     /// The configuration cannot be honoured.
     #[error("invalid publisher configuration: {0}")]
     InvalidConfig(String),
-    /// The producer could not start or refused a record.
+    /// The topic could not be opened, or the engine refused records.
     #[error(transparent)]
-    Client(#[from] ClientError),
+    Engine(#[from] EngineError),
 }
 
 /// What the publisher has done so far.
@@ -76,9 +87,9 @@ pub enum PublishError {
 pub struct PublisherSnapshot {
     /// This run's id (every event carries it).
     pub publisher_id: Uuid,
-    /// Records handed to the producer.
+    /// Records queued for sending.
     pub attempted: u64,
-    /// Records acknowledged (or, under ack NONE, written to the socket).
+    /// Records acknowledged.
     pub sent: u64,
     /// Records whose delivery failed: not acknowledged, which does not mean not written.
     pub failed: u64,
@@ -86,7 +97,7 @@ pub struct PublisherSnapshot {
     pub failed_per_partition: BTreeMap<i32, u64>,
     /// Acknowledged records per partition.
     pub per_partition: BTreeMap<i32, u64>,
-    /// The highest acknowledged offset per partition (empty under ack NONE).
+    /// The highest acknowledged offset per partition.
     pub last_offset: BTreeMap<i32, i64>,
     /// Acknowledged events per user. Not part of `/stats` (it grows with `--users`).
     #[serde(skip_serializing, default)]
@@ -121,24 +132,30 @@ impl PublisherStats {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn settle(&self, user_id: String, partition: i32, outcome: &Result<Option<i64>, ClientError>) {
+    /// Counts the outcome of one append: its records and, when acknowledged, their offsets.
+    fn settle(&self, partition: i32, users: Vec<String>, outcome: &Result<Vec<i64>, EngineError>) {
         let mut stats = self.lock();
+        let n = users.len() as u64;
         match outcome {
-            Ok(offset) => {
-                stats.sent += 1;
-                *stats.per_partition.entry(partition).or_insert(0) += 1;
-                *stats.per_user.entry(user_id).or_insert(0) += 1;
-                if let Some(offset) = *offset {
+            Ok(offsets) => {
+                stats.sent += n;
+                *stats.per_partition.entry(partition).or_insert(0) += n;
+                for user in users {
+                    *stats.per_user.entry(user).or_insert(0) += 1;
+                }
+                if let Some(&offset) = offsets.iter().max() {
                     let last = stats.last_offset.entry(partition).or_insert(offset);
                     *last = (*last).max(offset);
                 }
             }
             Err(error) => {
-                stats.failed += 1;
-                *stats.failed_per_partition.entry(partition).or_insert(0) += 1;
-                // One line per failed record would flood the log when the broker is down.
-                if stats.failed.is_power_of_two() {
-                    tracing::warn!(partition, %error, failed = stats.failed, "delivery failed");
+                let before = stats.failed;
+                stats.failed += n;
+                *stats.failed_per_partition.entry(partition).or_insert(0) += n;
+                // One line per failed batch would flood the log when the engine is down: one
+                // each time the count passes a power of two.
+                if (before + 1..=stats.failed).any(u64::is_power_of_two) {
+                    tracing::warn!(partition, %error, failed = stats.failed, "append failed");
                 }
             }
         }
@@ -186,10 +203,13 @@ impl EventSource {
     }
 }
 
-/// Publishes until `config.count` records were attempted or `shutdown` is triggered, then flushes
-/// and waits for every delivery. Returns the final counters (also in `stats`).
+/// A record queued for a partition's writer: whose event it is, and its bytes.
+type Queued = (String, Bytes);
+
+/// Publishes until `config.count` records were attempted or `shutdown` is triggered, then waits
+/// for every queued record to be appended. Returns the final counters (also in `stats`).
 pub async fn run_publisher(
-    client: Client,
+    engine: Arc<dyn LogEngine>,
     config: PublisherConfig,
     stats: Arc<PublisherStats>,
     shutdown: Shutdown,
@@ -199,15 +219,11 @@ pub async fn run_publisher(
             "users must be in 1..={MAX_USERS}"
         )));
     }
-    let producer = client
-        .producer(
-            &config.topic,
-            ProducerConfig {
-                ack: config.ack,
-                ..ProducerConfig::default()
-            },
-        )
-        .await?;
+    let partitions = engine.partition_count(&config.topic).await?;
+    let mut logs = Vec::with_capacity(partitions as usize);
+    for partition in 0..partitions {
+        logs.push(engine.open(&config.topic, partition).await?);
+    }
     let mut source = EventSource {
         publisher_id: Uuid::new_v4(),
         users: config.users,
@@ -216,66 +232,70 @@ pub async fn run_publisher(
     };
     stats.lock().publisher_id = source.publisher_id;
     tracing::info!(
+        engine = %engine.kind(),
         topic = %config.topic,
+        partitions,
         publisher_id = %source.publisher_id,
         rate_per_s = config.rate_per_s,
         users = config.users,
         count = ?config.count,
-        ack = config.ack.name(),
+        ack = ?config.ack,
         "publishing"
     );
 
-    let (deliveries, mut pending) = mpsc::channel::<(String, Delivery)>(MAX_PENDING_DELIVERIES);
-    let settler = {
-        let stats = Arc::clone(&stats);
-        tokio::spawn(async move {
-            while let Some((user_id, delivery)) = pending.recv().await {
-                let partition = delivery.partition();
-                let outcome = delivery.await;
-                stats.settle(user_id, partition, &outcome);
-            }
-        })
-    };
+    // One writer per partition. A writer that meets an error retrying cannot fix triggers
+    // `refused`, which stops the sending loop.
+    let refused = Shutdown::new();
+    let mut queues = Vec::with_capacity(logs.len());
+    let mut writers = Vec::with_capacity(logs.len());
+    for log in logs {
+        let (queue, pending) = mpsc::channel::<Queued>(MAX_PENDING_RECORDS);
+        queues.push(queue);
+        writers.push(tokio::spawn(write_partition(
+            log,
+            pending,
+            config.ack,
+            Arc::clone(&stats),
+            refused.clone(),
+        )));
+    }
 
     let limit = config.count.unwrap_or(u64::MAX);
     let mut pacer = Pacer::new(config.rate_per_s);
     let mut attempted: u64 = 0;
-    let result = loop {
-        if attempted >= limit || shutdown.is_triggered() {
-            break Ok(());
-        }
+    while attempted < limit && !shutdown.is_triggered() && !refused.is_triggered() {
         let due = pacer.due(attempted).unwrap_or(UNLIMITED_BURST);
-        let mut failure = None;
         for _ in 0..due.min(limit - attempted) {
             let event = source.next();
-            match producer.send(Some(event.key()), event.encode()).await {
-                Ok(delivery) => {
-                    attempted += 1;
-                    stats.lock().attempted = attempted;
-                    // The settler only stops when we drop the sender, so this cannot fail.
-                    let _ = deliveries.send((event.user_id, delivery)).await;
-                }
-                Err(error) => {
-                    failure = Some(error);
-                    break;
-                }
+            let partition = partition_for_key(event.key(), partitions as u32) as usize;
+            // A writer only drops its queue after a refusal, which stops this loop next round.
+            if queues[partition]
+                .send((event.user_id.clone(), Bytes::from(event.encode())))
+                .await
+                .is_err()
+            {
+                break;
             }
-        }
-        if let Some(error) = failure {
-            break Err(error);
+            attempted += 1;
+            stats.lock().attempted = attempted;
         }
         if config.rate_per_s > 0 {
             tokio::select! {
                 () = shutdown.triggered() => {}
+                () = refused.triggered() => {}
                 () = tokio::time::sleep(Pacer::tick()) => {}
             }
         }
-    };
+    }
 
-    // Whatever stopped us, settle what was sent: the counters must match the log.
-    let flushed = producer.flush().await;
-    drop(deliveries);
-    let _ = settler.await;
+    // Whatever stopped us, append what was queued: the counters must match the log.
+    drop(queues);
+    let mut result = Ok(());
+    for writer in writers {
+        if let Err(error) = writer.await.expect("a partition writer never panics") {
+            result = result.and(Err(error));
+        }
+    }
     let snapshot = stats.snapshot();
     tracing::info!(
         attempted = snapshot.attempted,
@@ -284,6 +304,33 @@ pub async fn run_publisher(
         "publisher stopped"
     );
     result?;
-    flushed?;
     Ok(snapshot)
+}
+
+/// One partition's writer: appends what has queued, one batch at a time, until the queue is
+/// closed and empty. Returns the first error retrying cannot fix (after counting its batch).
+async fn write_partition(
+    log: Arc<dyn PartitionLog>,
+    mut pending: mpsc::Receiver<Queued>,
+    ack: Ack,
+    stats: Arc<PublisherStats>,
+    refused: Shutdown,
+) -> Result<(), EngineError> {
+    let partition = log.name().partition;
+    let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH_RECORDS);
+    while pending.recv_many(&mut batch, MAX_BATCH_RECORDS).await > 0 {
+        let (users, records): (Vec<String>, Vec<Bytes>) = batch.drain(..).unzip();
+        let outcome = log
+            .append(&records, ack)
+            .await
+            .map(|appended| appended.offsets);
+        stats.settle(partition, users, &outcome);
+        if let Err(error) = outcome
+            && !error.is_transient()
+        {
+            refused.trigger();
+            return Err(error);
+        }
+    }
+    Ok(())
 }

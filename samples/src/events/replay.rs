@@ -1,9 +1,10 @@
 //! The replay consumer: reads history up to the high watermark, then ends with a summary.
 //!
-//! A replay fixes its end when it starts — the high watermark METADATA reports at that moment — so
-//! it finishes even while a publisher keeps writing: records appended meanwhile belong to whoever
+//! A replay fixes its end when it starts — the partition's end ([`Bounds::end`], booblik's high
+//! watermark, JetStream's last sequence + 1) at that moment — so it finishes even while a
+//! publisher keeps writing: records appended meanwhile belong to whoever
 //! follows. It keeps no position: it always starts at the beginning of the log (or wherever the
-//! caller says) and is meant to be run again, which is what a log is for — reprocessing history
+//! caller says: [`StartAt`]) and is meant to be run again, which is what a log is for — reprocessing history
 //! with new code, auditing, or, as in the demo, checking what another consumer saw.
 //!
 //! The summary counts per partition and per user and carries the same checks as every reader (see
@@ -12,14 +13,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use booblik_client::{Client, ClientError, ConsumerConfig, StartPosition};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::{Bounds, EngineError, LogEngine, ReadLimits, StartAt};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::partitions_of;
-use crate::support::retry::{RETRY_BACKOFF_MS, is_transient};
+use crate::support::retry::RETRY_BACKOFF_MS;
 
-/// Most attempts at one batch when the connection keeps failing.
+/// Most attempts at one read when the engine keeps failing transiently.
 pub const MAX_ATTEMPTS_PER_BATCH: u32 = 10;
 
 /// What to replay.
@@ -29,23 +30,23 @@ pub struct ReplayConfig {
     pub topic: String,
     /// Partitions to read; `None` reads every partition of the topic.
     pub partitions: Option<Vec<i32>>,
-    /// Fetch settings.
-    pub consumer: ConsumerConfig,
+    /// Read limits (the wait is not used: a replay reads what is there).
+    pub limits: ReadLimits,
 }
 
 /// Where one partition's replay starts and stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayRange {
     /// First offset (`Earliest`: the log start).
-    pub from: StartPosition,
-    /// Stop before this offset; `None` stops at the high watermark seen at the start.
+    pub from: StartAt,
+    /// Stop before this offset; `None` stops at the partition's end seen at the start.
     pub to: Option<i64>,
 }
 
 impl ReplayRange {
     /// The whole history: from the log start to the high watermark.
     pub const ALL: ReplayRange = ReplayRange {
-        from: StartPosition::Earliest,
+        from: StartAt::Earliest,
         to: None,
     };
 }
@@ -133,18 +134,21 @@ impl ReplaySummary {
 }
 
 /// Replays the whole history of `config.partitions`, concurrently, and summarises it.
-pub async fn replay(client: &Client, config: &ReplayConfig) -> Result<ReplaySummary, ClientError> {
-    let partitions = partitions_of(client, &config.topic, config.partitions.as_deref()).await?;
+pub async fn replay(
+    engine: &dyn LogEngine,
+    config: &ReplayConfig,
+) -> Result<ReplaySummary, EngineError> {
+    let partitions = partitions_of(engine, &config.topic, config.partitions.as_deref()).await?;
     let replays = partitions.iter().map(|&partition| async move {
         let replayed = replay_partition(
-            client,
+            engine,
             &config.topic,
             partition,
             ReplayRange::ALL,
-            config.consumer.clone(),
+            config.limits,
         )
         .await?;
-        Ok::<_, ClientError>((partition, replayed))
+        Ok::<_, EngineError>((partition, replayed))
     });
     let replayed = futures::future::try_join_all(replays)
         .await?
@@ -153,41 +157,37 @@ pub async fn replay(client: &Client, config: &ReplayConfig) -> Result<ReplaySumm
     Ok(ReplaySummary::new(&config.topic, &replayed))
 }
 
-/// Replays one partition over `range`. A transient failure retries the same batch (the position does not move on an error), up to
-/// [`MAX_ATTEMPTS_PER_BATCH`] times.
+/// Replays one partition over `range`. A transient failure retries the same read (the position
+/// does not move on an error), up to [`MAX_ATTEMPTS_PER_BATCH`] times.
 pub async fn replay_partition(
-    client: &Client,
+    engine: &dyn LogEngine,
     topic: &str,
     partition: i32,
     range: ReplayRange,
-    consumer: ConsumerConfig,
-) -> Result<ReplayedPartition, ClientError> {
-    let consumer = client
-        .consumer(topic, partition, range.from, consumer)
-        .await?;
-    let from_offset = consumer.position();
-    let mut replay = consumer.replay().await?;
-    let end_offset = range
-        .to
-        .map_or(replay.end_offset(), |to| to.min(replay.end_offset()));
+    limits: ReadLimits,
+) -> Result<ReplayedPartition, EngineError> {
+    let log = retrying(partition, || engine.open(topic, partition)).await?;
+    let bounds: Bounds = retrying(partition, || log.bounds()).await?;
+    let from_offset = range.from.offset_in(bounds);
+    let end_offset = range.to.map_or(bounds.end, |to| to.min(bounds.end));
+    // What is there, at once: nothing below the end needs waiting for.
+    let limits = ReadLimits {
+        wait: Duration::ZERO,
+        ..limits
+    };
     let mut tally = PartitionTally::new(partition);
-    let mut attempts = 0;
-    while replay.position() < end_offset {
-        let batch = match replay.next_batch().await {
-            Ok(Some(batch)) => batch,
-            Ok(None) => break,
-            Err(error) if is_transient(&error) && attempts + 1 < MAX_ATTEMPTS_PER_BATCH => {
-                attempts += 1;
-                tracing::warn!(partition, %error, attempts, "replay fetch failed; retrying");
-                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
-                continue;
-            }
-            Err(error) => return Err(error),
-        };
-        attempts = 0;
+    let mut position = from_offset;
+    while position < end_offset {
+        let batch = retrying(partition, || log.read(position, limits)).await?;
+        if batch.records.is_empty() {
+            // The log ends before the end it reported (it cannot shrink): stop, the tally says
+            // how far it got.
+            break;
+        }
         for record in batch.records.iter().filter(|r| r.offset < end_offset) {
             tally.observe(record.offset, &record.payload);
         }
+        position = batch.next_offset;
     }
     tracing::debug!(
         partition,
@@ -201,4 +201,24 @@ pub async fn replay_partition(
         from_offset,
         end_offset,
     })
+}
+
+/// Runs `call` until it succeeds, fails for good, or failed transiently
+/// [`MAX_ATTEMPTS_PER_BATCH`] times.
+async fn retrying<T, F, Fut>(partition: i32, mut call: F) -> Result<T, EngineError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, EngineError>>,
+{
+    let mut attempts = 0;
+    loop {
+        match call().await {
+            Err(error) if error.is_transient() && attempts + 1 < MAX_ATTEMPTS_PER_BATCH => {
+                attempts += 1;
+                tracing::warn!(partition, %error, attempts, "replay read failed; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            outcome => return outcome,
+        }
+    }
 }

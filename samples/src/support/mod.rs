@@ -2,7 +2,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`cli`] | the flags every events sample takes (`--broker`, `--stats-bind`, `--topic`) |
+//! | [`cli`] | the flags every events sample takes (`--broker`, `--stats-bind`, `--topic`, `--engine`, `--nats-url`), and opening the engine they name |
 //! | [`clock`] | the one wall clock records are stamped with |
 //! | [`logging`] | `tracing` to stderr, filtered by `RUST_LOG` |
 //! | [`shutdown`] | one stop signal for many tasks; Ctrl-C and SIGTERM trigger it |

@@ -6,6 +6,7 @@
 //! nats-server`, 2.9.10 on Debian 12). `NATS_SERVER` names another binary.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -167,7 +168,10 @@ impl Node {
     fn spawn(&mut self, binary: &Path) -> anyhow::Result<()> {
         let log = std::fs::File::create(&self.log)
             .with_context(|| format!("cannot create {}", self.log.display()))?;
+        // A process group of its own: Ctrl-C in a terminal signals the whole foreground group,
+        // and the demo must keep its cluster up until its readers caught up and its checks ran.
         let child = Command::new(binary)
+            .process_group(0)
             .arg("-c")
             .arg(&self.config)
             .stdin(Stdio::null())

@@ -7,27 +7,23 @@
 
 use std::future::Future;
 
-use booblik_client::{Client, ClientError};
 use tokio::task::JoinSet;
+
+use crate::engine::{EngineError, LogEngine};
 
 use crate::support::shutdown::Shutdown;
 
-/// `explicit` when given, otherwise every partition of `topic` (from METADATA).
+/// `explicit` when given, otherwise every partition of `topic` (`0..count`, as the engine
+/// reports the count).
 pub async fn partitions_of(
-    client: &Client,
+    engine: &dyn LogEngine,
     topic: &str,
     explicit: Option<&[i32]>,
-) -> Result<Vec<i32>, ClientError> {
+) -> Result<Vec<i32>, EngineError> {
     if let Some(partitions) = explicit {
         return Ok(partitions.to_vec());
     }
-    Ok(client
-        .topic(topic)
-        .await?
-        .partitions()
-        .iter()
-        .map(|p| p.id)
-        .collect())
+    Ok((0..engine.partition_count(topic).await?).collect())
 }
 
 /// Runs `task(partition, stop)` for each partition concurrently until all have returned. The

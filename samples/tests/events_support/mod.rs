@@ -6,10 +6,12 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use booblik_broker::Broker;
-use booblik_client::{AckPolicy, Client, ConnectionConfig};
+use booblik_client::{Client, ConnectionConfig};
+use booblik_samples::engine::{Ack, BooblikEngine, LogEngine};
 use booblik_samples::events::publisher::{
     PublisherConfig, PublisherSnapshot, PublisherStats, run_publisher,
 };
@@ -48,21 +50,31 @@ pub async fn publish(
     users: u32,
     rate_per_s: u32,
 ) -> PublisherSnapshot {
+    publish_to(engine(client), count, users, rate_per_s).await
+}
+
+/// The booblik engine over `client`.
+pub fn engine(client: &Client) -> Arc<dyn LogEngine> {
+    Arc::new(BooblikEngine::new(client.clone()))
+}
+
+/// [`publish`] on any engine.
+pub async fn publish_to(
+    engine: Arc<dyn LogEngine>,
+    count: u64,
+    users: u32,
+    rate_per_s: u32,
+) -> PublisherSnapshot {
     let config = PublisherConfig {
         topic: "events".into(),
         rate_per_s,
         users,
         count: Some(count),
-        ack: AckPolicy::Written,
+        ack: Ack::Written,
     };
-    let published = run_publisher(
-        client.clone(),
-        config,
-        PublisherStats::new(),
-        Shutdown::new(),
-    )
-    .await
-    .expect("publishing succeeds");
+    let published = run_publisher(engine, config, PublisherStats::new(), Shutdown::new())
+        .await
+        .expect("publishing succeeds");
     assert_eq!(published.sent, count, "every event was acknowledged");
     published
 }

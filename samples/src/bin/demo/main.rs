@@ -1,4 +1,5 @@
-//! `demo`: both layers in one process — an embedded broker; a replay of what earlier runs left,
+//! `demo`: both layers in one process — an embedded broker (or NATS JetStream); a replay of what
+//! earlier runs left,
 //! the publisher, a follow consumer per partition and the projection (layer 1); a task submitter
 //! and three queue workers racing for tasks through the claims log, committing their effects
 //! through one shared fencing sink (layer 2) — with a live table, and cross-checks at the end
@@ -8,7 +9,15 @@
 //! cargo run --release -p booblik-samples --bin demo -- [--data-dir ./demo-data] [--bind 127.0.0.1:0]
 //!     [--duration-s N] [--rate 100] [--users 50] [--stats-bind addr] [--top 3]
 //!     [--task-rate 2] [--workers 3] [--lease-ms 2000] [--work-ms 400] [--no-freeze]
+//!     [--engine booblik|jetstream] [--nats-url nats://h:p,…] [--spawn-nats]
 //! ```
+//!
+//! **On JetStream** (`--engine jetstream`) the events layer runs on one R3 stream per partition
+//! of a NATS cluster: `--nats-url` names one (its nodes, comma-separated), or `--spawn-nats`
+//! starts a local 3-node cluster from the installed `nats-server` (its stores in
+//! `<data-dir>/nats`) and stops it at exit. The publisher, followers, projection and checks are
+//! the same code as on booblik. The task queue still talks to booblik's client directly, so on
+//! JetStream it does not run (the demo says so); its move onto the engine is a later step.
 //!
 //! **Fencing, shown.** Unless `--no-freeze`, one worker freezes once per run: the first to finish
 //! a task's work has its OS thread blocked for 1.5 × its lease before it commits (each worker
@@ -18,7 +27,8 @@
 //! and the claims log fences its done.
 //!
 //! The broker's log goes to `<data-dir>/broker` and the follow consumers' positions to
-//! `<data-dir>/offsets`; both survive the demo, so running it again shows the consumers resuming
+//! `<data-dir>/offsets` (on JetStream: `<data-dir>/jetstream-offsets`, as its offsets are stream
+//! sequences); both survive the demo, so running it again shows the consumers resuming
 //! (`started from saved position …`) and the projection rebuilding from the whole log. `rm -rf demo-data` starts
 //! afresh. Ctrl-C (or `--duration-s`) stops it: the publisher first, then — once every reader has
 //! caught up with the log — the readers, each finishing and checkpointing its batch in hand. Then a
@@ -44,8 +54,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use booblik_client::{AckPolicy, Client, ConnectionConfig, ConsumerConfig};
+use booblik_broker::Broker;
+use booblik_client::{Client, ConnectionConfig};
 use booblik_offset_store::{FileOffsetStore, OffsetStore};
+use booblik_samples::engine::jetstream::StreamSettings;
+use booblik_samples::engine::{Ack, BooblikEngine, Bounds, EngineKind, LogEngine, ReadLimits};
 use booblik_samples::events::crosscheck::{
     Check, follow_matches_replay, log_grew_by_published, projection_matches_replay,
 };
@@ -57,6 +70,8 @@ use booblik_samples::events::replay::{ReplayConfig, replay};
 use booblik_samples::queue::worker::{
     Freeze, ResultSink, Worker, WorkerConfig, simulated_work, spawn_on_own_thread, submit_task,
 };
+use booblik_samples::support::cli::{DEFAULT_PARTITIONS, EngineArgs, ensure_topic, open_jetstream};
+use booblik_samples::support::nats_cluster::NatsCluster;
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{embedded_broker, logging, stats_http};
 use clap::Parser;
@@ -78,14 +93,21 @@ const CATCH_UP_LIMIT_MS: u64 = 15_000;
 #[command(
     name = "demo",
     version,
-    about = "The events samples and the task queue in one process, on an embedded broker"
+    about = "The events samples and the task queue in one process, on an embedded broker (or NATS JetStream)"
 )]
 struct Cli {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// With `--engine jetstream`: start a local 3-node NATS cluster (the installed
+    /// `nats-server`, stores in `<data-dir>/nats`) instead of using `--nats-url`, and stop it at
+    /// exit.
+    #[arg(long)]
+    spawn_nats: bool,
     /// Directory for the broker's log (`broker/`) and the consumers' positions (`offsets/`).
     #[arg(long, default_value = "./demo-data")]
     data_dir: PathBuf,
     /// Address of the embedded broker (port 0: any free port), e.g. 127.0.0.1:9092 to poke at it
-    /// with the `booblik` CLI.
+    /// with the `booblik` CLI. Not used on JetStream.
     #[arg(long, default_value = "127.0.0.1:0")]
     bind: SocketAddr,
     /// Stop after this many seconds (default: run until Ctrl-C).
@@ -128,22 +150,18 @@ async fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     let interrupt = Shutdown::new().trigger_on_signals();
 
-    let broker_dir = cli.data_dir.join("broker");
-    let offsets_dir = cli.data_dir.join("offsets");
-    std::fs::create_dir_all(&broker_dir)
-        .with_context(|| format!("cannot create {}", broker_dir.display()))?;
-    let broker =
-        embedded_broker::start(&broker_dir, cli.bind, embedded_broker::DEMO_TOPICS).await?;
-    let addr = broker.local_addr().to_string();
-    let client = Client::connect(&addr, ConnectionConfig::default()).await?;
+    std::fs::create_dir_all(&cli.data_dir)
+        .with_context(|| format!("cannot create {}", cli.data_dir.display()))?;
+    let backend = Backend::start(&cli).await?;
+    let engine = backend.engine();
+    let offsets_dir = cli.data_dir.join(match cli.engine.engine {
+        EngineKind::Booblik => "offsets",
+        EngineKind::Jetstream => "jetstream-offsets",
+    });
     let store: Arc<dyn OffsetStore> = Arc::new(FileOffsetStore::open(&offsets_dir).await?);
 
     println!("booblik demo");
-    println!(
-        "  broker      {addr} (embedded; topics {})",
-        embedded_broker::DEMO_TOPICS
-    );
-    println!("  log         {}", shown(&broker_dir));
+    backend.describe(&cli);
     println!(
         "  offsets     {} (consumer {CONSUMER_NAME:?}, one follower per partition)",
         shown(&offsets_dir)
@@ -159,11 +177,11 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     // A replay first: whatever earlier runs left in the log.
     let history = replay(
-        &client,
+        engine.as_ref(),
         &ReplayConfig {
             topic: TOPIC.into(),
             partitions: None,
-            consumer: ConsumerConfig::default(),
+            limits: ReadLimits::default(),
         },
     )
     .await?;
@@ -173,7 +191,8 @@ async fn main() -> anyhow::Result<ExitCode> {
         history.per_user.len(),
         history.violations
     );
-    let hw_start = high_watermarks(&client).await?;
+    let bounds_start = bounds_of(engine.as_ref()).await?;
+    let hw_start = ends(&bounds_start);
     let partitions: Vec<i32> = hw_start.keys().copied().collect();
     let projection = ProjectionState::new();
     if let Some(bind) = cli.stats_bind.as_deref() {
@@ -187,7 +206,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     // Readers first, so they are following before the first event is published.
     let follow = FollowState::new();
     for &partition in &partitions {
-        let (client, store, state) = (client.clone(), Arc::clone(&store), Arc::clone(&follow));
+        let (engine, store, state) = (Arc::clone(&engine), Arc::clone(&store), Arc::clone(&follow));
         let status_state = Arc::clone(&follow);
         let caught_up_state = Arc::clone(&follow);
         demo.reader(
@@ -197,23 +216,23 @@ async fn main() -> anyhow::Result<ExitCode> {
                 caught_up_state
                     .partitions()
                     .get(&partition)
-                    .is_some_and(|p| p.next_offset >= hw.get(&partition).copied().unwrap_or(0))
+                    .is_some_and(|p| hw.get(&partition).is_none_or(|b| p.next_offset >= b.end))
             }),
             move |stop| async move {
                 let config = FollowConfig {
                     topic: TOPIC.into(),
                     partitions: Some(vec![partition]),
                     consumer_name: CONSUMER_NAME.into(),
-                    consumer: ConsumerConfig::default(),
+                    limits: ReadLimits::default(),
                 };
-                run_follow(client, store, config, state, stop).await?;
+                run_follow(engine, store, config, state, stop).await?;
                 Ok(())
             },
         );
     }
 
     {
-        let (client, state) = (client.clone(), Arc::clone(&projection));
+        let (engine, state) = (Arc::clone(&engine), Arc::clone(&projection));
         let (status_state, caught_up_state, top) =
             (Arc::clone(&projection), Arc::clone(&projection), cli.top);
         demo.reader(
@@ -221,16 +240,18 @@ async fn main() -> anyhow::Result<ExitCode> {
             Box::new(move || projection_status(&status_state, top)),
             Box::new(move |hw| {
                 let positions = caught_up_state.model().positions();
-                hw.iter()
-                    .all(|(p, &end)| end == 0 || positions.get(p).is_some_and(|&at| at >= end))
+                // An empty partition gives the fold nothing to reach.
+                hw.iter().all(|(p, b)| {
+                    b.end == b.start || positions.get(p).is_some_and(|&at| at >= b.end)
+                })
             }),
             move |stop| async move {
                 let config = ProjectionConfig {
                     topic: TOPIC.into(),
-                    consumer: ConsumerConfig::default(),
+                    limits: ReadLimits::default(),
                     snapshot: None,
                 };
-                run_projection(client, config, state, stop).await?;
+                run_projection(engine, config, state, stop).await?;
                 Ok(())
             },
         );
@@ -238,7 +259,7 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     let published = PublisherStats::new();
     {
-        let (client, stats) = (client.clone(), Arc::clone(&published));
+        let (engine, stats) = (Arc::clone(&engine), Arc::clone(&published));
         let status_stats = Arc::clone(&published);
         let started = Instant::now();
         let config = PublisherConfig {
@@ -246,7 +267,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             rate_per_s: cli.rate,
             users: cli.users,
             count: None,
-            ack: AckPolicy::Written,
+            ack: Ack::Written,
         };
         demo.writer(
             "publisher",
@@ -256,7 +277,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 format!("sent {} ({rate:.0}/s), failed {}", s.sent, s.failed)
             }),
             move |stop| async move {
-                run_publisher(client, config, stats, stop).await?;
+                run_publisher(engine, config, stats, stop).await?;
                 Ok(())
             },
         );
@@ -265,17 +286,22 @@ async fn main() -> anyhow::Result<ExitCode> {
     // One fencing sink shared by every worker: the receiver of the tasks' effects. It lives in
     // memory, so it holds only this run's effects: the check looks at dones from here on.
     let sink = ResultSink::new();
-    let claims_start = client.topic("claims").await?.high_watermark(0).unwrap_or(0);
-    // The freeze needs a second worker to take the task over.
-    let freeze = if cli.task_rate > 0 && !cli.no_freeze && cli.workers >= 2 {
-        Some(Freeze::once(cli.lease_ms * 3 / 2)?)
-    } else {
-        None
+    // The task queue still talks to booblik's client: it runs on the booblik engine only.
+    let queue = match (&backend, cli.task_rate) {
+        (Backend::Booblik { client, broker }, rate) if rate > 0 => {
+            let claims_start = client.topic("claims").await?.high_watermark(0).unwrap_or(0);
+            // The freeze needs a second worker to take the task over.
+            let freeze = if !cli.no_freeze && cli.workers >= 2 {
+                Some(Freeze::once(cli.lease_ms * 3 / 2)?)
+            } else {
+                None
+            };
+            let addr = broker.local_addr().to_string();
+            start_task_queue(&mut demo, client, &addr, &cli, &sink, freeze.as_ref());
+            Some((client.clone(), claims_start, freeze))
+        }
+        _ => None,
     };
-    if cli.task_rate > 0 {
-        start_task_queue(&mut demo, &client, &addr, &cli, &sink, freeze.as_ref());
-    }
-
     // Run until Ctrl-C, the duration, or a part failing.
     let started = Instant::now();
     let deadline = cli.duration_s.map(|s| started + Duration::from_secs(s));
@@ -305,9 +331,9 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     // Writers first; then give the readers time to read everything that was written.
     let mut ended = Demo::stop(&mut demo.writers).await;
-    let hw_end = high_watermarks(&client).await?;
+    let bounds_end = bounds_of(engine.as_ref()).await?;
     let catch_up_deadline = Instant::now() + Duration::from_millis(CATCH_UP_LIMIT_MS);
-    while !demo.readers.iter().all(|r| (r.caught_up)(&hw_end))
+    while !demo.readers.iter().all(|r| (r.caught_up)(&bounds_end))
         && Instant::now() < catch_up_deadline
         && failed_part.is_none()
     {
@@ -316,7 +342,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let lagging: Vec<String> = demo
         .readers
         .iter()
-        .filter(|r| !(r.caught_up)(&hw_end))
+        .filter(|r| !(r.caught_up)(&bounds_end))
         .map(|r| r.name.clone())
         .collect();
     ended.extend(Demo::stop(&mut demo.readers).await);
@@ -328,18 +354,18 @@ async fn main() -> anyhow::Result<ExitCode> {
     checks.push(checks::readers_caught_up(&lagging, CATCH_UP_LIMIT_MS));
     checks.push(log_grew_by_published(
         &hw_start,
-        &hw_end,
+        &ends(&bounds_end),
         &published.snapshot(),
     ));
     for progress in follow.partitions().values() {
-        checks.push(follow_matches_replay(&client, TOPIC, progress).await?);
+        checks.push(follow_matches_replay(engine.as_ref(), TOPIC, progress).await?);
     }
     let model = projection.model().clone();
-    checks.push(projection_matches_replay(&client, TOPIC, &model).await?);
-    if cli.task_rate > 0 {
-        checks.push(checks::queue_verified(&client).await?);
-        checks.push(checks::sink_holds_every_completed_effect(&client, &sink, claims_start).await?);
-        if let Some(freeze) = &freeze {
+    checks.push(projection_matches_replay(engine.as_ref(), TOPIC, &model).await?);
+    if let Some((client, claims_start, freeze)) = &queue {
+        checks.push(checks::queue_verified(client).await?);
+        checks.push(checks::sink_holds_every_completed_effect(client, &sink, *claims_start).await?);
+        if let Some(freeze) = freeze {
             checks.push(checks::frozen_worker_was_fenced(freeze, &sink));
         }
     }
@@ -352,8 +378,9 @@ async fn main() -> anyhow::Result<ExitCode> {
     // The parts' status closures keep the workers (and their followers) alive: drop them before
     // the broker goes, so nothing retries against a closed port.
     drop(demo);
-    drop(client);
-    broker.shutdown().await?;
+    drop(queue);
+    drop(engine);
+    backend.stop().await?;
     let failures = checks.iter().filter(|c| !c.passed).count();
     if failures == 0 {
         println!("all {} checks passed", checks.len());
@@ -452,14 +479,130 @@ fn start_task_queue(
     }
 }
 
-/// Per partition of the events topic: the high watermark now.
-async fn high_watermarks(client: &Client) -> anyhow::Result<BTreeMap<i32, i64>> {
-    let topic = client.topic(TOPIC).await?;
-    Ok(topic
-        .partitions()
-        .iter()
-        .map(|p| (p.id, p.high_watermark))
-        .collect())
+/// Where the events live: an embedded broker, or a JetStream cluster (spawned here or not).
+enum Backend {
+    Booblik {
+        broker: Broker,
+        client: Client,
+    },
+    Jetstream {
+        engine: Arc<dyn LogEngine>,
+        urls: Vec<String>,
+        /// `--spawn-nats`: the cluster started here, killed when the demo ends.
+        cluster: Option<NatsCluster>,
+        replicas: usize,
+    },
+}
+
+impl Backend {
+    async fn start(cli: &Cli) -> anyhow::Result<Self> {
+        match cli.engine.engine {
+            EngineKind::Booblik => {
+                let broker_dir = cli.data_dir.join("broker");
+                std::fs::create_dir_all(&broker_dir)
+                    .with_context(|| format!("cannot create {}", broker_dir.display()))?;
+                let broker =
+                    embedded_broker::start(&broker_dir, cli.bind, embedded_broker::DEMO_TOPICS)
+                        .await?;
+                let client =
+                    Client::connect(broker.local_addr().to_string(), ConnectionConfig::default())
+                        .await?;
+                Ok(Backend::Booblik { broker, client })
+            }
+            EngineKind::Jetstream => {
+                let (cluster, urls) = if cli.spawn_nats {
+                    let cluster = NatsCluster::start(&cli.data_dir.join("nats"), 3)?;
+                    let urls = cluster.urls();
+                    (Some(cluster), urls)
+                } else {
+                    (None, cli.engine.nats_url.clone())
+                };
+                let settings = StreamSettings {
+                    replicas: cli.engine.jetstream_replicas,
+                    ..StreamSettings::default()
+                };
+                let engine = open_jetstream(&urls, &settings).await?;
+                ensure_topic(&engine, TOPIC, DEFAULT_PARTITIONS, &settings).await?;
+                Ok(Backend::Jetstream {
+                    engine: Arc::new(engine),
+                    urls,
+                    cluster,
+                    replicas: settings.replicas,
+                })
+            }
+        }
+    }
+
+    fn engine(&self) -> Arc<dyn LogEngine> {
+        match self {
+            Backend::Booblik { client, .. } => Arc::new(BooblikEngine::new(client.clone())),
+            Backend::Jetstream { engine, .. } => Arc::clone(engine),
+        }
+    }
+
+    fn describe(&self, cli: &Cli) {
+        match self {
+            Backend::Booblik { broker, .. } => {
+                println!(
+                    "  broker      {} (embedded; topics {})",
+                    broker.local_addr(),
+                    embedded_broker::DEMO_TOPICS
+                );
+                println!("  log         {}", shown(&cli.data_dir.join("broker")));
+            }
+            Backend::Jetstream {
+                urls,
+                cluster,
+                replicas,
+                ..
+            } => {
+                let whose = if cluster.is_some() {
+                    format!(
+                        "spawned here, stores in {}",
+                        shown(&cli.data_dir.join("nats"))
+                    )
+                } else {
+                    "--nats-url".to_owned()
+                };
+                println!("  jetstream   {} ({whose})", urls.join(","));
+                println!(
+                    "  streams     one per partition of {TOPIC:?}, R{replicas} when created here"
+                );
+                if cli.task_rate > 0 {
+                    println!(
+                        "  task queue  not on JetStream yet (it still talks to booblik's client): off"
+                    );
+                }
+            }
+        }
+    }
+
+    async fn stop(self) -> anyhow::Result<()> {
+        match self {
+            Backend::Booblik { broker, client } => {
+                drop(client);
+                broker.shutdown().await?;
+            }
+            // Dropping the cluster kills its nodes; their stores stay for the next run.
+            Backend::Jetstream { cluster, .. } => drop(cluster),
+        }
+        Ok(())
+    }
+}
+
+/// Per partition of the events topic: its bounds now.
+async fn bounds_of(engine: &dyn LogEngine) -> anyhow::Result<BTreeMap<i32, Bounds>> {
+    let mut bounds = BTreeMap::new();
+    for partition in 0..engine.partition_count(TOPIC).await? {
+        let log = engine.open(TOPIC, partition).await?;
+        bounds.insert(partition, log.bounds().await?);
+    }
+    Ok(bounds)
+}
+
+/// Per partition: its end (the high watermark).
+fn ends(bounds: &BTreeMap<i32, Bounds>) -> BTreeMap<i32, i64> {
+    bounds.iter().map(|(&p, b)| (p, b.end)).collect()
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

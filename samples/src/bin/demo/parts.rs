@@ -4,13 +4,15 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
+use booblik_samples::engine::Bounds;
 use booblik_samples::support::shutdown::Shutdown;
 use tokio::task::JoinHandle;
 
 /// A one-line status for the table.
 pub type Status = Box<dyn Fn() -> String + Send + Sync>;
-/// Whether a reader has read up to the given high watermarks of the events topic.
-pub type CaughtUp = Box<dyn Fn(&BTreeMap<i32, i64>) -> bool + Send + Sync>;
+/// Whether a reader has read up to the given ends (high watermarks) of the events topic's
+/// partitions.
+pub type CaughtUp = Box<dyn Fn(&BTreeMap<i32, Bounds>) -> bool + Send + Sync>;
 
 /// A running part of the demo.
 pub struct Component {

@@ -5,7 +5,8 @@
 //!   then every PubAck awaited. JetStream 2.9 has no atomic batch, so another writer's records
 //!   may fall between ours: [`Appended::offsets`] lists each record's sequence.
 //! * **read**: an ephemeral pull consumer (`DeliverPolicy::ByStartSequence`, `AckPolicy::None`,
-//!   memory state, R1) is the cursor; a fetch with an expiry is the long poll. The cursor is kept
+//!   memory state, R1) is the cursor; a fetch with an expiry is the long poll, a no-wait fetch
+//!   a read with no wait. The cursor is kept
 //!   while reads go on where the last one ended, and every delivered sequence is checked against
 //!   the one expected: a skipped or repeated sequence (a read abandoned mid-fetch, a consumer
 //!   lost in a failover) drops the cursor and opens a new one at the right place, so a reader
@@ -40,6 +41,12 @@ pub const CURSOR_INACTIVE_THRESHOLD: Duration = Duration::from_mins(1);
 /// The shortest long poll sent to the server: a pull request with a shorter expiry is answered
 /// empty at once by some servers, which would turn a follower into a busy loop.
 pub const MIN_FETCH_EXPIRY: Duration = Duration::from_millis(10);
+
+/// How much longer than its own expiry a pull may go unanswered before the cursor is given up.
+/// A pull sent to a consumer whose node was SIGKILLed can stay open with no answer and no error
+/// (seen in the demo's leader-kill test: a follower stalled past the demo's catch-up limit); the
+/// read then fails as unavailable, and the next one opens a new cursor.
+pub const PULL_GRACE: Duration = Duration::from_secs(2);
 
 /// How topics are laid out on the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,36 +328,104 @@ impl JetStreamPartition {
     }
 
     /// One fetch on `cursor`; `Ok(None)` when the cursor delivered out of order and must be
-    /// replaced.
+    /// replaced. Also returns the stream's end as the last delivered message saw it (its
+    /// sequence + 1 + the messages still pending behind it), when anything was delivered.
+    ///
+    /// A zero wait is a no-wait fetch (what is there, at once: a replay); otherwise a pull with
+    /// an expiry, which the server answers when the batch is full or the expiry passed.
     async fn fetch(
         &self,
         cursor: &mut Cursor,
         limits: ReadLimits,
-    ) -> Result<Option<Vec<LogRecord>>, EngineError> {
-        let expiry = limits.wait.max(MIN_FETCH_EXPIRY);
-        let mut messages = cursor
-            .consumer
-            .batch()
-            .max_messages(limits.max_records)
-            .max_bytes(limits.max_bytes)
-            .expires(expiry)
-            .messages()
-            .await
-            .map_err(|error| unavailable(&self.name, error))?;
-        let mut records = Vec::new();
-        while let Some(message) = messages.next().await {
-            let message = message.map_err(|error| unavailable(&self.name, error))?;
-            let sequence = message
-                .info()
-                .map_err(|error| EngineError::Broken {
+    ) -> Result<Option<(Vec<LogRecord>, Option<i64>)>, EngineError> {
+        let pulled = self
+            .pull_in_time(cursor, limits, Some(limits.max_bytes))
+            .await?;
+        match pulled {
+            // nats-server 2.9.10 refuses some pulls with a byte limit far above the message's
+            // size ("409 Message Size Exceeds MaxBytes": seen for ~60-byte events with limits of
+            // 1 KiB to 16 KiB, on an R3 stream even above). Answering nothing, forever, would
+            // stall the reader; so the pull is sent again bounded by `max_records` alone. The
+            // read may then carry more bytes than asked, never none.
+            Pulled::RefusedMaxBytes => match self.pull_in_time(cursor, limits, None).await? {
+                Pulled::RefusedMaxBytes => Err(EngineError::Broken {
                     partition: self.name.clone(),
-                    reason: format!("a delivered message without stream info: {error}"),
-                })?
-                .stream_sequence as i64;
+                    reason: "a pull without a byte limit was refused for its byte limit".into(),
+                }),
+                pulled => Ok(pulled.into_records()),
+            },
+            pulled => Ok(pulled.into_records()),
+        }
+    }
+
+    /// [`pull`](Self::pull), given up after its expiry and [`PULL_GRACE`].
+    async fn pull_in_time(
+        &self,
+        cursor: &mut Cursor,
+        limits: ReadLimits,
+        max_bytes: Option<usize>,
+    ) -> Result<Pulled, EngineError> {
+        let limit = limits.wait.max(MIN_FETCH_EXPIRY) + PULL_GRACE;
+        tokio::time::timeout(limit, self.pull(cursor, limits, max_bytes))
+            .await
+            .unwrap_or_else(|_| {
+                Err(unavailable(
+                    &self.name,
+                    format!("a pull was not answered within {limit:?}"),
+                ))
+            })
+    }
+
+    /// One pull request on `cursor`.
+    async fn pull(
+        &self,
+        cursor: &mut Cursor,
+        limits: ReadLimits,
+        max_bytes: Option<usize>,
+    ) -> Result<Pulled, EngineError> {
+        let messages = if limits.wait.is_zero() {
+            let request = cursor.consumer.fetch().max_messages(limits.max_records);
+            match max_bytes {
+                Some(bytes) => request.max_bytes(bytes).messages().await,
+                None => request.messages().await,
+            }
+        } else {
+            let request = cursor
+                .consumer
+                .batch()
+                .max_messages(limits.max_records)
+                .expires(limits.wait.max(MIN_FETCH_EXPIRY));
+            match max_bytes {
+                Some(bytes) => request.max_bytes(bytes).messages().await,
+                None => request.messages().await,
+            }
+        };
+        let mut messages = messages.map_err(|error| unavailable(&self.name, error))?;
+        let mut records = Vec::new();
+        let mut end = None;
+        while let Some(message) = messages.next().await {
+            let message = match message {
+                Ok(message) => message,
+                Err(error) if error.to_string().contains("Exceeds MaxBytes") => {
+                    // The request is over: what came before the refusal is a read; nothing
+                    // is a refusal to retry.
+                    if records.is_empty() {
+                        return Ok(Pulled::RefusedMaxBytes);
+                    }
+                    break;
+                }
+                Err(error) => return Err(unavailable(&self.name, error)),
+            };
+            let info = message.info().map_err(|error| EngineError::Broken {
+                partition: self.name.clone(),
+                reason: format!("a delivered message without stream info: {error}"),
+            })?;
+            let sequence = info.stream_sequence as i64;
+            end = Some(sequence + 1 + info.pending as i64);
             if sequence != cursor.next {
                 // The server's cursor and ours disagree: a fetch abandoned earlier took
                 // messages we never saw, or the stream lost its head under us. Never skip.
-                return Ok(None);
+                return Ok(Pulled::OutOfOrder);
             }
             cursor.next += 1;
             records.push(LogRecord {
@@ -358,7 +433,27 @@ impl JetStreamPartition {
                 payload: message.message.payload.clone(),
             });
         }
-        Ok(Some(records))
+        Ok(Pulled::Records(records, end))
+    }
+}
+
+/// What one pull request gave.
+enum Pulled {
+    /// Consecutive records from the cursor's position, and the stream's end as the last one saw
+    /// it.
+    Records(Vec<LogRecord>, Option<i64>),
+    /// A sequence other than the one expected: the cursor must be replaced.
+    OutOfOrder,
+    /// The server refused the request's byte limit before delivering anything.
+    RefusedMaxBytes,
+}
+
+impl Pulled {
+    fn into_records(self) -> Option<(Vec<LogRecord>, Option<i64>)> {
+        match self {
+            Pulled::Records(records, end) => Some((records, end)),
+            Pulled::OutOfOrder | Pulled::RefusedMaxBytes => None,
+        }
     }
 }
 
@@ -408,19 +503,26 @@ impl PartitionLog for JetStreamPartition {
                 _ => self.open_cursor(from).await?,
             };
             match self.fetch(&mut cursor, limits).await {
-                Ok(Some(records)) if records.is_empty() && self.bounds().await?.end > from => {
-                    // Nothing delivered although the stream holds records past `from`: the
-                    // cursor is stale (its consumer lived on a node that died, and its pull
-                    // requests go nowhere). Seen in the leader-kill test; replace it.
-                    self.forget(&cursor);
-                    stale = true;
-                }
-                Ok(Some(records)) => {
+                Ok(Some((records, end))) => {
+                    let end = match end {
+                        Some(end) => end,
+                        // Nothing delivered: ask the stream where it ends.
+                        None => self.bounds().await?.end,
+                    };
+                    if records.is_empty() && end > from {
+                        // Nothing delivered although the stream holds records past `from`:
+                        // the cursor is stale (its consumer lived on a node that died, and its
+                        // pull requests go nowhere). Seen in the leader-kill test; replace it.
+                        self.forget(&cursor);
+                        stale = true;
+                        continue;
+                    }
                     let next_offset = cursor.next;
                     *slot = Some(cursor);
                     return Ok(ReadBatch {
                         records,
                         next_offset,
+                        end: end.max(next_offset),
                     });
                 }
                 Ok(None) => {

@@ -2,8 +2,8 @@
 //! answers queries over HTTP and **stores no position**.
 //!
 //! ```text
-//!  per partition:  replay from the log start to the high watermark ──► apply each record
-//!                  follow from the replay's next_offset ─────────────► apply each record
+//!  per partition:  replay from the log start to its end (as it was) ──► apply each record
+//!                  follow from where the replay stopped ──────────────► apply each record
 //!  queries:        GET /stats (top users, positions), GET /users/{id}
 //! ```
 //!
@@ -29,6 +29,8 @@
 //! consumer's `FileOffsetStore` is the wrong tool for this: a position stored apart from its
 //! state.)
 //!
+//! It runs on any engine ([`LogEngine`]): the fold sees offsets and payloads, never the engine.
+//!
 //! Each partition becomes live on its own: while some are still catching up the model answers,
 //! and `/stats` says `catching_up`.
 //!
@@ -42,14 +44,14 @@ pub mod snapshot;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use booblik_client::{Batch, Client, ClientError, Consumer, ConsumerConfig, StartPosition};
 use serde::Serialize;
 
 use snapshot::{MIN_SNAPSHOT_EVERY_MS, SnapshotConfig, SnapshotError};
 
+use crate::engine::{EngineError, LogEngine, LogRecord, PartitionLog, ReadLimits, StartAt};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::{partitions_of, run_per_partition};
-use crate::support::retry::{backoff, is_transient};
+use crate::support::retry::backoff;
 use crate::support::shutdown::Shutdown;
 
 pub use model::{Projection, TopUser, UserView};
@@ -62,8 +64,8 @@ pub const DEFAULT_TOP_USERS: usize = 10;
 pub struct ProjectionConfig {
     /// The topic.
     pub topic: String,
-    /// Fetch settings.
-    pub consumer: ConsumerConfig,
+    /// Read limits (the follow's long-poll wait; the replay does not wait).
+    pub limits: ReadLimits,
     /// Save the model with its positions to a file, and restore it on start (`None`: keep
     /// everything in memory and replay the whole log on every start).
     pub snapshot: Option<SnapshotConfig>,
@@ -74,7 +76,7 @@ pub struct ProjectionConfig {
 pub enum ProjectionError {
     /// Reading the log failed for good.
     #[error(transparent)]
-    Client(#[from] ClientError),
+    Engine(#[from] EngineError),
     /// The snapshot could not be restored or saved.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -84,7 +86,7 @@ pub enum ProjectionError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
-    /// Replaying history up to the high watermark seen at start.
+    /// Replaying history up to the partition's end seen at start.
     CatchingUp,
     /// Following new records.
     Live,
@@ -181,10 +183,10 @@ impl ProjectionState {
         }
     }
 
-    fn apply(&self, batch: &Batch) {
+    fn apply(&self, partition: i32, records: &[LogRecord]) {
         let mut model = self.model_mut();
-        for record in &batch.records {
-            model.apply(batch.partition, record.offset, &record.payload);
+        for record in records {
+            model.apply(partition, record.offset, &record.payload);
         }
     }
 }
@@ -193,7 +195,7 @@ impl ProjectionState {
 /// With a snapshot configured, restores it first (the replay then starts at its positions),
 /// saves it every `every_ms` while folding, and once more at the end.
 pub async fn run_projection(
-    client: Client,
+    engine: Arc<dyn LogEngine>,
     config: ProjectionConfig,
     state: Arc<ProjectionState>,
     shutdown: Shutdown,
@@ -212,13 +214,13 @@ pub async fn run_projection(
             *state.model_mut() = model;
         }
     }
-    let partitions = partitions_of(&client, &config.topic, None).await?;
+    let partitions = partitions_of(engine.as_ref(), &config.topic, None).await?;
     for &partition in &partitions {
         state.set_phase(partition, Phase::CatchingUp);
     }
     let fold = run_per_partition(partitions, &shutdown, |partition, stop| {
         fold_partition(
-            client.clone(),
+            Arc::clone(&engine),
             config.clone(),
             partition,
             Arc::clone(&state),
@@ -252,61 +254,59 @@ async fn save_snapshot(
 }
 
 async fn fold_partition(
-    client: Client,
+    engine: Arc<dyn LogEngine>,
     config: ProjectionConfig,
     partition: i32,
     state: Arc<ProjectionState>,
     stop: Shutdown,
-) -> Result<(), ClientError> {
+) -> Result<(), EngineError> {
     // From the log start — the position is not stored, because the state is not — or from the
     // position of a restored snapshot, which is stored *with* the state.
     let start = state
         .model()
         .positions()
         .get(&partition)
-        .map_or(StartPosition::Earliest, |&at| StartPosition::At(at));
-    let Some(consumer) = start_consumer(&client, &config, partition, start, &stop).await? else {
+        .map_or(StartAt::Earliest, |&at| StartAt::At(at));
+    let Some((log, mut position, mut end_offset)) =
+        open_partition(engine.as_ref(), &config, partition, start, &stop).await?
+    else {
         return Ok(());
     };
-    let mut replay = consumer.replay().await?;
-    let end_offset = replay.end_offset();
+    // The replay: what is there, up to the end as it was at the start, without waiting.
+    let replay = ReadLimits {
+        wait: std::time::Duration::ZERO,
+        ..config.limits
+    };
+    let mut limits = replay;
+    let mut live = false;
     loop {
-        let fetched = tokio::select! {
-            biased;
-            () = stop.triggered() => return Ok(()),
-            fetched = replay.next_batch() => fetched,
-        };
-        match fetched {
-            Ok(Some(batch)) => state.apply(&batch),
-            Ok(None) => break,
-            Err(error) if is_transient(&error) => {
-                tracing::warn!(partition, %error, "replay fetch failed; retrying");
-                if !backoff(&stop).await {
-                    return Ok(());
-                }
-            }
-            Err(error) => return Err(error),
+        if !live && position >= end_offset {
+            live = true;
+            limits = config.limits;
+            state.set_phase(partition, Phase::Live);
+            tracing::info!(
+                partition,
+                caught_up_to = end_offset,
+                "projection caught up; following"
+            );
         }
-    }
-    state.set_phase(partition, Phase::Live);
-    tracing::info!(
-        partition,
-        caught_up_to = end_offset,
-        "projection caught up; following"
-    );
-
-    // Follow from exactly where the replay ended: its consumer's position is the next_offset.
-    let mut follow = replay.into_consumer().follow();
-    loop {
-        let fetched = tokio::select! {
+        let read = tokio::select! {
             biased;
             () = stop.triggered() => return Ok(()),
-            fetched = follow.next_batch() => fetched,
+            read = log.read(position, limits) => read,
         };
-        match fetched {
-            Ok(batch) => state.apply(&batch),
-            Err(error) if is_transient(&error) => {
-                tracing::warn!(partition, %error, "follow fetch failed; retrying");
+        match read {
+            // Follow from exactly where the replay ended: the same position, the same log.
+            Ok(batch) => {
+                if batch.records.is_empty() && !live {
+                    // Nothing below the end it reported after all: the replay is done.
+                    end_offset = position;
+                }
+                state.apply(partition, &batch.records);
+                position = batch.next_offset;
+            }
+            Err(error) if error.is_transient() => {
+                tracing::warn!(partition, %error, position, "read failed; retrying");
                 if !backoff(&stop).await {
                     return Ok(());
                 }
@@ -316,21 +316,25 @@ async fn fold_partition(
     }
 }
 
-/// A consumer at `start`, waiting out transient failures. `None` when stopped meanwhile.
-async fn start_consumer(
-    client: &Client,
+/// The partition's log, the offset `start` means there, and the end the replay goes to, waiting
+/// out transient failures. `None` when stopped meanwhile.
+async fn open_partition(
+    engine: &dyn LogEngine,
     config: &ProjectionConfig,
     partition: i32,
-    start: StartPosition,
+    start: StartAt,
     stop: &Shutdown,
-) -> Result<Option<Consumer>, ClientError> {
+) -> Result<Option<(Arc<dyn PartitionLog>, i64, i64)>, EngineError> {
     loop {
-        match client
-            .consumer(&config.topic, partition, start, config.consumer.clone())
-            .await
-        {
-            Ok(consumer) => return Ok(Some(consumer)),
-            Err(error) if is_transient(&error) => {
+        let opened = async {
+            let log = engine.open(&config.topic, partition).await?;
+            let bounds = log.bounds().await?;
+            Ok::<_, EngineError>((log, start.offset_in(bounds), bounds.end))
+        }
+        .await;
+        match opened {
+            Ok(opened) => return Ok(Some(opened)),
+            Err(error) if error.is_transient() => {
                 tracing::warn!(partition, %error, "cannot start the projection yet; retrying");
                 if !backoff(stop).await {
                     return Ok(None);
