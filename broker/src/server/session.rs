@@ -44,6 +44,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use booblik_protocol::probe::{self, Stamp};
 use booblik_protocol::{Decoded, RequestBody, WireError, split_request_frame};
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -171,6 +172,7 @@ async fn serve(
         outbuf: BytesMut::with_capacity(FLUSH_THRESHOLD_BYTES),
         gathered: 0,
         heap_fetch_buf: Vec::new(),
+        stamps: Vec::new(),
     };
     let applying = applier.run();
     let answering = answerer.run();
@@ -256,6 +258,7 @@ impl Applier<'_> {
                     break;
                 };
                 frame_started = None;
+                let received = Stamp::now();
                 metrics::counter!(m::BYTES_IN).increment(used as u64);
                 if !self.in_flight.begin() {
                     // Evicted while idle, just as this request came: it is not applied, as if
@@ -267,7 +270,7 @@ impl Applier<'_> {
                         if !matches!(request.body, RequestBody::Produce(_)) {
                             self.wait_for_earlier_writes().await;
                         }
-                        handlers::apply(self.shared, &self.shutdown, request).await
+                        handlers::apply(self.shared, &self.shutdown, request, received).await
                     }
                     Err(error) => {
                         let api = error.api_key.map_or("unknown", |k| k.name());
@@ -370,6 +373,8 @@ struct Answerer<'a> {
     /// [`MAX_KEPT_HEAP_FETCH_BUFFER_BYTES`]; a larger one is freed after its write. In zero-copy
     /// mode only a cold FETCH (bytes not in the page cache) uses one, freed after its write.
     heap_fetch_buf: Vec<u8>,
+    /// The hop probe: (answer known, frame decoded) of each PRODUCE answer in `outbuf`.
+    stamps: Vec<(Stamp, Stamp)>,
 }
 
 impl Answerer<'_> {
@@ -389,6 +394,7 @@ impl Answerer<'_> {
             match reply {
                 Reply::Frame(frame) => self.gather(&frame).await?,
                 Reply::Append(pending) => {
+                    let received = pending.received;
                     let resolve = pending.resolve();
                     tokio::pin!(resolve);
                     // Earlier answers must not wait for this one's write or fsync.
@@ -401,7 +407,12 @@ impl Answerer<'_> {
                         }
                     };
                     match resolved {
-                        Reply::Frame(frame) => self.gather(&frame).await?,
+                        Reply::Frame(frame) => {
+                            if probe::ENABLED {
+                                self.stamps.push((Stamp::now(), received));
+                            }
+                            self.gather(&frame).await?;
+                        }
                         Reply::Close(error) => return self.close(error).await,
                         other => {
                             unreachable!("an append resolves to a frame or a close: {other:?}")
@@ -445,6 +456,10 @@ impl Answerer<'_> {
         let ms = self.shared.config.write_timeout_ms;
         within(ms, self.writer.write_all(&self.outbuf)).await?;
         self.outbuf.clear();
+        for (known, received) in self.stamps.drain(..) {
+            known.hop("b7 session: answer known -> written to the socket");
+            received.hop("b0 broker total: PRODUCE frame decoded -> answer written");
+        }
         metrics::counter!(m::BYTES_OUT).increment(len as u64);
         Ok(())
     }
@@ -455,6 +470,7 @@ impl Answerer<'_> {
             header,
             partition,
             slice,
+            cut,
         } = fetch;
         let len = slice.len() as usize;
         if len == 0 {
@@ -494,6 +510,7 @@ impl Answerer<'_> {
         }
         metrics::counter!(m::BYTES_OUT).increment(len as u64);
         self.in_flight.end(std::mem::take(&mut self.gathered));
+        cut.hop("f2 FETCH reply cut -> payload written to the socket");
         Ok(())
     }
 }

@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use booblik_protocol::probe::Stamp;
 use tokio::sync::watch;
 
 use super::error::StorageError;
@@ -21,12 +22,14 @@ use super::read_slice::ReadSlice;
 use super::segment::Segment;
 
 /// Where the log ends, as published to long polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct LogEnd {
     /// Offset the next record will get.
     pub(crate) high_watermark: i64,
     /// Bytes of records in the log, counted since the partition was opened.
     pub(crate) log_bytes: u64,
+    /// When it was published (the hop probe).
+    pub(crate) published: Stamp,
 }
 
 /// Reader-visible state of one partition's log.
@@ -47,6 +50,7 @@ impl LogView {
         let end = LogEnd {
             high_watermark: active.next_offset(),
             log_bytes: active.log_bytes_before() + u64::from(active.end().position),
+            published: Stamp::now(),
         };
         let log_start_offset = segments[0].base_offset();
         let (sender, _) = watch::channel(end);

@@ -281,10 +281,14 @@ impl Connection {
         ack: AckPolicy,
         records: RecordSet,
     ) -> Result<Option<ProduceResponse>, ClientError> {
-        self.submit_produce(topic, partition, ack, records)
+        let called = booblik_protocol::probe::Stamp::now();
+        let answer = self
+            .submit_produce(topic, partition, ack, records)
             .await?
             .wait()
-            .await
+            .await;
+        called.hop("c0 client: PRODUCE called -> answer returned");
+        answer
     }
 
     /// FETCH (v1 when `request.long_poll` is `None`, v2 otherwise). The payload is raw segment
