@@ -103,6 +103,13 @@ impl ReadSlice {
         self.segment.read_cached_at(bytes, self.position)
     }
 
+    /// [`ReadSlice::read_cached_into`] into `dst`, which must be exactly [`ReadSlice::len`]
+    /// bytes long: a server copies a small payload straight behind its answer's header.
+    pub fn read_cached_to(&self, dst: &mut [u8]) -> Result<Option<usize>, StorageError> {
+        assert_eq!(dst.len(), self.len as usize, "dst must hold exactly the slice");
+        self.segment.read_cached_at(dst, self.position)
+    }
+
     /// Reads bytes `from..len` of the slice into `buf[from..len]` (`pread`, waiting for the
     /// disk if it must): the rest after [`ReadSlice::read_cached_into`]. Blocks; a server calls
     /// it off its runtime threads.

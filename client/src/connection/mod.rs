@@ -288,6 +288,17 @@ impl Connection {
             .wait()
             .await;
         called.hop("c0 client: PRODUCE called -> answer returned");
+        if booblik_protocol::probe::ENABLED {
+            // One request at a time on the connection (a worker's appender): the last answer
+            // the reader handed over is this one.
+            let dispatched = *self
+                .handle
+                .shared
+                .last_dispatch
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            dispatched.hop("c2 client: answer frame read -> PRODUCE call returns");
+        }
         answer
     }
 
@@ -350,6 +361,7 @@ impl Connection {
             records,
             expects_response,
             reply,
+            submitted: booblik_protocol::probe::Stamp::now(),
         };
         match tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await {
             // Not on the wire yet: the queue is full, but the connection is not broken.
