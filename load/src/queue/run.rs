@@ -155,9 +155,9 @@ async fn conduct(
             stall,
         )
     };
-    for slot in 0..config.workers {
-        slots.push(new_slot(slot).await?);
-    }
+    // Started together: each start is a few round trips (connect, METADATA, two followers), and
+    // 30 of them one after another were a noticeable share of a short run's wall time.
+    slots.extend(futures::future::try_join_all((0..config.workers).map(new_slot)).await?);
     let cpu_before = cpu::process_cpu_seconds();
     let started = Instant::now();
     // The hop probe times the workers' claims only: not the enqueueing, not the start.
