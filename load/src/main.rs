@@ -574,7 +574,10 @@ async fn main() -> anyhow::Result<()> {
             let configs = queue.all_runs();
             let began = std::time::Instant::now();
             let mut servers = queue.start_peers(&common.data_dir).await?;
-            tracing::info!(wall_s = began.elapsed().as_secs_f64(), "peer servers started");
+            tracing::info!(
+                wall_s = began.elapsed().as_secs_f64(),
+                "peer servers started"
+            );
             let progress = Progress::new(configs.len() as u64);
             let outcomes = run_queue(&harness, &configs, &progress, &mut servers).await;
             servers.stop();
@@ -586,7 +589,10 @@ async fn main() -> anyhow::Result<()> {
                 .collect();
             let began = std::time::Instant::now();
             finish(&common, machine, &harness, runs, &outcomes)?;
-            tracing::info!(wall_s = began.elapsed().as_secs_f64(), "report and plots written");
+            tracing::info!(
+                wall_s = began.elapsed().as_secs_f64(),
+                "report and plots written"
+            );
             check_queue_safety(&outcomes)
         }
         Command::Produce { common, produce } => {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use booblik_protocol::probe::Stamp;
 use booblik_protocol::{
     AckPolicy, ErrorCode, MAX_RECORD_PAYLOAD_BYTES, MetadataRequest, MetadataResponse,
     PartitionMetadata, ProduceRequest, ProduceResponse, Request, RequestBody, TopicMetadata,
     encode_error_response, encode_response,
 };
-use booblik_protocol::probe::Stamp;
 use tokio::sync::watch;
 use tracing::warn;
 

@@ -289,7 +289,10 @@ mod tests {
         });
         let first = view.locate(0, false).unwrap().unwrap();
         let slice = view.slice_at(&first, 4096).unwrap();
-        assert_eq!((slice.len() as usize, slice.high_watermark()), (record.len(), 1));
+        assert_eq!(
+            (slice.len() as usize, slice.high_watermark()),
+            (record.len(), 1)
+        );
         let next = view.locate(1, false).unwrap().unwrap();
         assert_eq!(next.offset(), 1);
         assert!(matches!(
