@@ -570,9 +570,16 @@ async fn main() -> anyhow::Result<()> {
             finish(&common, machine, &harness, Vec::new(), &[])
         }
         Command::Queue { common, queue } => {
+            let began = std::time::Instant::now();
             let (harness, machine) = prepare(&common).await?;
+            tracing::info!(wall_s = began.elapsed().as_secs_f64(), "baseline measured");
             let configs = queue.all_runs();
+            let began = std::time::Instant::now();
             let mut servers = queue.start_peers(&common.data_dir).await?;
+            tracing::info!(
+                wall_s = began.elapsed().as_secs_f64(),
+                "peer servers started"
+            );
             let progress = Progress::new(configs.len() as u64);
             let outcomes = run_queue(&harness, &configs, &progress, &mut servers).await;
             servers.stop();
@@ -582,7 +589,12 @@ async fn main() -> anyhow::Result<()> {
                 .iter()
                 .map(|o| Run::Queue(Box::new(o.run.clone())))
                 .collect();
+            let began = std::time::Instant::now();
             finish(&common, machine, &harness, runs, &outcomes)?;
+            tracing::info!(
+                wall_s = began.elapsed().as_secs_f64(),
+                "report and plots written"
+            );
             check_queue_safety(&outcomes)
         }
         Command::Produce { common, produce } => {
@@ -684,6 +696,7 @@ async fn run_queue(
     for config in configs {
         let label = queue::label(config);
         progress.start(label.clone());
+        let began = std::time::Instant::now();
         let outcome = match config.system {
             System::Booblik => queue::run::run(harness, *config).await,
             System::Peer(peer) => {
@@ -692,6 +705,8 @@ async fn run_queue(
             }
         };
         outcomes.push(outcome.with_context(|| format!("{label} failed"))?);
+        // Where a sweep's minutes go (`RUST_LOG=booblik_load=info`).
+        tracing::info!(run = %label, wall_s = began.elapsed().as_secs_f64(), "queue run done");
         progress.done();
     }
     Ok(outcomes)

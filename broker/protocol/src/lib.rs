@@ -16,6 +16,7 @@
 //! | [`record`] | the record format on disk and in FETCH payloads, and the [`RecordScanner`] |
 //! | [`topic`] | [`TopicName`] validation |
 //! | [`partitioner`] | FNV-1a 32-bit key partitioner shared by every booblik client |
+//! | [`probe`] | the hop probe: timestamps along a request's path, compiled out without the `hop-probe` feature |
 //! | `wire` (private) | big-endian primitives with position-tracking reads |
 //!
 //! # Conventions
@@ -36,6 +37,7 @@
 pub mod error;
 pub mod frame;
 pub mod partitioner;
+pub mod probe;
 pub mod record;
 pub mod request;
 pub mod response;

@@ -75,6 +75,7 @@ pub(crate) async fn fetch(
                 header,
                 partition: Arc::clone(partition),
                 slice,
+                cut: booblik_protocol::probe::Stamp::now(),
             });
         }
         at = match locate(&shared.cold_reads, partition, id, req.fetch_offset).await {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use booblik_protocol::probe::Stamp;
 use booblik_protocol::{
     AckPolicy, ErrorCode, MAX_RECORD_PAYLOAD_BYTES, MetadataRequest, MetadataResponse,
     PartitionMetadata, ProduceRequest, ProduceResponse, Request, RequestBody, TopicMetadata,
@@ -24,12 +25,13 @@ pub(crate) async fn apply(
     shared: &Shared,
     shutdown: &watch::Receiver<bool>,
     request: Request,
+    received: Stamp,
 ) -> Reply {
     let api = request.api_key().name();
     metrics::counter!(m::REQUESTS, "api" => api).increment(1);
     let id = request.correlation_id;
     match request.body {
-        RequestBody::Produce(req) => produce(shared, id, req).await,
+        RequestBody::Produce(req) => produce(shared, id, req, received).await,
         RequestBody::Fetch(req) => fetch::fetch(shared, shutdown, id, req).await,
         RequestBody::Metadata(req) => metadata(shared, id, &req),
     }
@@ -43,7 +45,7 @@ pub(crate) fn error(api: &'static str, correlation_id: i32, code: ErrorCode) -> 
     Reply::Frame(frame)
 }
 
-async fn produce(shared: &Shared, id: i32, req: ProduceRequest) -> Reply {
+async fn produce(shared: &Shared, id: i32, req: ProduceRequest, received: Stamp) -> Reply {
     let Some(partition) = shared.storage.partition(req.topic.as_str(), req.partition) else {
         // Routing errors are answered even for ack NONE: the client must learn that its
         // records went nowhere.
@@ -65,12 +67,16 @@ async fn produce(shared: &Shared, id: i32, req: ProduceRequest) -> Reply {
             debug_assert_eq!(ack, AckPolicy::None);
             Reply::Nothing
         }
-        Ok(Some((written, answer))) => Reply::Append(PendingAppend {
-            correlation_id: id,
-            partition: Arc::clone(partition),
-            written: Some(written),
-            answer,
-        }),
+        Ok(Some((written, answer))) => {
+            received.hop("b1 session: frame decoded -> batch queued to the writer");
+            Reply::Append(PendingAppend {
+                correlation_id: id,
+                partition: Arc::clone(partition),
+                written: Some(written),
+                answer,
+                received,
+            })
+        }
         Err(error) => produce_answer(id, partition, Err(error)),
     }
 }
@@ -222,7 +228,7 @@ mod tests {
 
     async fn apply_now(shared: &Shared, request: Request) -> Reply {
         let (_stop, shutdown) = watch::channel(false);
-        apply(shared, &shutdown, request).await
+        apply(shared, &shutdown, request, Stamp::now()).await
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use booblik_protocol::probe::Stamp;
 use booblik_protocol::{FETCH_RESPONSE_HEADER_BYTES, LEN_PREFIX_BYTES, RESPONSE_HEADER_BYTES};
 
 use super::session::SessionError;
@@ -36,6 +37,8 @@ pub(crate) struct PendingAppend {
     /// for it, so it sees this batch.
     pub(crate) written: Option<Written>,
     pub(crate) answer: AppendAnswer,
+    /// When its frame was decoded (the hop probe).
+    pub(crate) received: Stamp,
 }
 
 /// A FETCH answer ready to send.
@@ -46,6 +49,8 @@ pub(crate) struct FetchReply {
     pub(crate) partition: Arc<Partition>,
     /// The payload's bytes; pins its segment until sent.
     pub(crate) slice: ReadSlice,
+    /// When the reply was cut (the hop probe).
+    pub(crate) cut: Stamp,
 }
 
 /// Bytes of a PRODUCE success frame.

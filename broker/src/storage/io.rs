@@ -38,7 +38,8 @@ pub trait StorageIo: std::fmt::Debug + Send + Sync + 'static {
     /// `fallocate(file, 0, from, to - from)`: allocates the blocks of `[from, to)` inside the
     /// file, whose size stays.
     fn allocate(&self, file: &File, from: u64, to: u64) -> std::io::Result<()>;
-    /// `msync(MS_SYNC)` of a range of a segment's mapping. Not a durability barrier.
+    /// `msync` of a range of a segment's mapping (the real file system: `MS_ASYNC`, see
+    /// [`MappedRange::flush_async`]). Not a durability barrier: the `fdatasync` after it is.
     fn flush_mapped(&self, range: MappedRange<'_>) -> std::io::Result<()>;
     /// `fdatasync`: the file's data and size are durable once it returns `Ok`.
     fn sync_data(&self, file: &File) -> std::io::Result<()>;
@@ -74,6 +75,18 @@ impl<'a> MappedRange<'a> {
             return Ok(());
         }
         self.map.flush_range(self.from, self.len)
+    }
+
+    /// `msync(MS_ASYNC)` of the range: starts the write-back without waiting for it. On Linux
+    /// the `fdatasync` that follows writes back every page of the file dirtied through a shared
+    /// mapping and waits for it, so the pair is as durable as `msync(MS_SYNC)` + `fdatasync`;
+    /// but `MS_SYNC` is itself a `fdatasync` of the range on Linux (`vfs_fsync_range`), and the
+    /// second one then costs a device cache flush of its own.
+    pub fn flush_async(&self) -> std::io::Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.map.flush_async_range(self.from, self.len)
     }
 
     /// The mapped bytes of the range (what the page cache holds for them).
@@ -117,7 +130,8 @@ impl StorageIo for RealIo {
     }
 
     fn flush_mapped(&self, range: MappedRange<'_>) -> std::io::Result<()> {
-        range.flush()
+        // Not `MS_SYNC`: the `fdatasync` after it is the barrier (see `MappedRange::flush_async`).
+        range.flush_async()
     }
 
     fn sync_data(&self, file: &File) -> std::io::Result<()> {

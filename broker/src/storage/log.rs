@@ -215,6 +215,7 @@ impl PartitionLog {
         self.view.publish(LogEnd {
             high_watermark: log_end_offset,
             log_bytes: self.active.log_bytes_end(),
+            published: booblik_protocol::probe::Stamp::now(),
         });
         Ok(Appended {
             base_offset,

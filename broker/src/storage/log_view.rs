@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use booblik_protocol::probe::Stamp;
 use tokio::sync::watch;
 
 use super::error::StorageError;
@@ -21,12 +22,14 @@ use super::read_slice::ReadSlice;
 use super::segment::Segment;
 
 /// Where the log ends, as published to long polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct LogEnd {
     /// Offset the next record will get.
     pub(crate) high_watermark: i64,
     /// Bytes of records in the log, counted since the partition was opened.
     pub(crate) log_bytes: u64,
+    /// When it was published (the hop probe).
+    pub(crate) published: Stamp,
 }
 
 /// Reader-visible state of one partition's log.
@@ -47,6 +50,7 @@ impl LogView {
         let end = LogEnd {
             high_watermark: active.next_offset(),
             log_bytes: active.log_bytes_before() + u64::from(active.end().position),
+            published: Stamp::now(),
         };
         let log_start_offset = segments[0].base_offset();
         let (sender, _) = watch::channel(end);
@@ -146,6 +150,10 @@ impl LogView {
         let segment = {
             let segments = self.read_segments();
             let log_start_offset = segments[0].base_offset();
+            // The writer publishes the active segment's end before the watermark, and a slice cut
+            // in between returns the records past the watermark (`slice_at`): a follower may ask
+            // for the offset after them before the watermark catches up. That offset is in range.
+            let high_watermark = high_watermark.max(segments[segments.len() - 1].next_offset());
             if fetch_offset < log_start_offset || fetch_offset > high_watermark {
                 return Err(StorageError::OffsetOutOfRange {
                     offset: fetch_offset,
@@ -239,5 +247,57 @@ impl FetchPosition {
     /// long poll compares with the log's end.
     pub fn log_bytes(&self) -> u64 {
         self.log_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::storage::index::SparseIndex;
+    use crate::storage::segment::SegmentEnd;
+
+    /// Between the writer's two publications (the segment's end, then the watermark) a FETCH
+    /// returns the new record, and its follower's next FETCH asks for the offset after it.
+    #[test]
+    fn the_offset_after_records_published_before_the_watermark_is_in_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("segment");
+        let mut record = Vec::new();
+        booblik_protocol::encode_record(b"claim", &mut record);
+        let mut file = std::fs::File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&record).unwrap();
+        let segment = Arc::new(Segment::new(
+            0,
+            0,
+            path,
+            file,
+            SegmentEnd::default(),
+            SparseIndex::new(4096),
+        ));
+        let view = LogView::new(vec![Arc::clone(&segment)]);
+        assert_eq!(view.high_watermark(), 0);
+        segment.publish_end(SegmentEnd {
+            record_count: 1,
+            position: record.len() as u32,
+        });
+        let first = view.locate(0, false).unwrap().unwrap();
+        let slice = view.slice_at(&first, 4096).unwrap();
+        assert_eq!(
+            (slice.len() as usize, slice.high_watermark()),
+            (record.len(), 1)
+        );
+        let next = view.locate(1, false).unwrap().unwrap();
+        assert_eq!(next.offset(), 1);
+        assert!(matches!(
+            view.locate(2, false),
+            Err(StorageError::OffsetOutOfRange { .. })
+        ));
     }
 }

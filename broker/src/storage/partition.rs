@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use booblik_protocol::probe::Stamp;
 use booblik_protocol::{AckPolicy, RecordSet, TopicName};
 use tokio::sync::oneshot;
 
@@ -192,6 +193,7 @@ impl Partition {
             reply,
             written,
             slot,
+            queued: Stamp::now(),
         })?;
         Ok(answer.map(AppendAnswer))
     }
@@ -246,11 +248,16 @@ impl Partition {
     ) {
         let wanted = min_bytes.max(1);
         let mut ends = self.view.subscribe();
+        let mut waited = false;
         loop {
             let end = *ends.borrow_and_update();
             if end.log_bytes.saturating_sub(from.log_bytes()) >= wanted {
+                if waited {
+                    end.published.hop("f1 log end published -> long poll woken");
+                }
                 return;
             }
+            waited = true;
             match tokio::time::timeout_at(deadline, ends.changed()).await {
                 Ok(Ok(())) => {}
                 // Deadline, or the log is gone.
@@ -387,7 +394,7 @@ impl Written {
 
 /// The answer to a queued append; see [`Partition::append_queued`].
 #[derive(Debug)]
-pub struct AppendAnswer(oneshot::Receiver<Result<Appended, StorageError>>);
+pub struct AppendAnswer(oneshot::Receiver<(Result<Appended, StorageError>, Stamp)>);
 
 impl AppendAnswer {
     /// Waits for what the append's ack asks (written, or covered by an fsync) and returns what
@@ -395,7 +402,10 @@ impl AppendAnswer {
     /// the reason when the writer stopped without answering.
     pub async fn wait(self, partition: &Partition) -> Result<Appended, StorageError> {
         match self.0.await {
-            Ok(result) => result,
+            Ok((result, answered)) => {
+                answered.hop("b6 writer answered -> session task has the answer");
+                result
+            }
             Err(_) => Err(partition.stopped()),
         }
     }

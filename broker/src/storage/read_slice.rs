@@ -103,6 +103,17 @@ impl ReadSlice {
         self.segment.read_cached_at(bytes, self.position)
     }
 
+    /// [`ReadSlice::read_cached_into`] into `dst`, which must be exactly [`ReadSlice::len`]
+    /// bytes long: a server copies a small payload straight behind its answer's header.
+    pub fn read_cached_to(&self, dst: &mut [u8]) -> Result<Option<usize>, StorageError> {
+        assert_eq!(
+            dst.len(),
+            self.len as usize,
+            "dst must hold exactly the slice"
+        );
+        self.segment.read_cached_at(dst, self.position)
+    }
+
     /// Reads bytes `from..len` of the slice into `buf[from..len]` (`pread`, waiting for the
     /// disk if it must): the rest after [`ReadSlice::read_cached_into`]. Blocks; a server calls
     /// it off its runtime threads.
@@ -208,6 +219,24 @@ mod tests {
         );
         let slice = ReadSlice::new(Arc::new(segment), 0, FILE_BYTES as u32, 0);
         (slice, bytes)
+    }
+
+    /// What a session gathers behind a small FETCH answer's header: a prefix of the slice's
+    /// bytes while some are not cached (the session then takes the general path), all of them
+    /// once they are.
+    #[test]
+    fn a_cached_read_into_a_slice_returns_a_prefix_of_its_bytes_and_all_once_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let (slice, bytes) = uncached_slice(dir.path());
+        let mut dst = vec![0u8; slice.len() as usize];
+        // How much a miss finds cached is a race with the readahead it starts.
+        let cached = slice.read_cached_to(&mut dst).unwrap().unwrap();
+        assert_eq!(dst[..cached], bytes[..cached]);
+        let mut rest = Vec::new();
+        slice.read_rest_into(&mut rest, 0).unwrap();
+        let read = slice.read_cached_to(&mut dst).unwrap().unwrap();
+        assert_eq!(read, bytes.len(), "read once, the file is cached");
+        assert_eq!(dst, bytes);
     }
 
     #[test]

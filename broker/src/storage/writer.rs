@@ -47,6 +47,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use booblik_protocol::probe::Stamp;
 use booblik_protocol::{AckPolicy, RecordSet};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tracing::{error, warn};
@@ -61,7 +62,8 @@ use super::poison::Poison;
 pub(crate) const MAX_GROUP_COMMANDS: usize = 1024;
 
 /// Where the writer sends an append's result.
-pub(crate) type AppendReply = oneshot::Sender<Result<Appended, StorageError>>;
+/// The [`Stamp`] is when the writer answered (the hop probe; zero-sized without it).
+pub(crate) type AppendReply = oneshot::Sender<(Result<Appended, StorageError>, Stamp)>;
 
 /// What the writer is asked to do.
 #[derive(Debug)]
@@ -77,6 +79,8 @@ pub(crate) enum Command {
         written: Option<oneshot::Sender<()>>,
         /// The batch's room in the queue, released when the writer has handled it.
         slot: QueueSlot,
+        /// When it was queued (the hop probe).
+        queued: Stamp,
     },
     /// Apply retention now.
     EnforceRetention {
@@ -272,7 +276,8 @@ impl WriterQueue {
 /// FORCED appends written in the current group, waiting for its fsync.
 #[derive(Debug, Default)]
 struct ForcedGroup {
-    waiters: Vec<(AppendReply, Appended)>,
+    /// With when each batch was written (the hop probe).
+    waiters: Vec<(AppendReply, Appended, Stamp)>,
 }
 
 /// The writer thread's state.
@@ -342,7 +347,9 @@ impl Writer {
                 reply,
                 written,
                 slot,
+                queued,
             } => {
+                let picked = queued.hop("b2 writer thread takes the batch from its queue");
                 let result = self.poison.check().and_then(|()| {
                     self.log.append(&records).inspect_err(|error| {
                         // A refusal is not a failure of the log.
@@ -353,6 +360,7 @@ impl Writer {
                         }
                     })
                 });
+                let written_at = picked.hop("b3 writer: write + publish");
                 if result.is_ok() {
                     self.metrics.appended(records.count());
                     if let Some(written) = written {
@@ -361,10 +369,10 @@ impl Writer {
                 }
                 match (ack, result, reply) {
                     (AckPolicy::Forced, Ok(appended), Some(reply)) => {
-                        group.waiters.push((reply, appended));
+                        group.waiters.push((reply, appended, written_at));
                     }
                     (_, result, Some(reply)) => {
-                        let _ = reply.send(result);
+                        let _ = reply.send((result, Stamp::now()));
                     }
                     (_, Err(error), None) => {
                         warn!(partition = %self.label, %error, "an append with ack NONE failed");
@@ -389,24 +397,30 @@ impl Writer {
         if group.waiters.is_empty() {
             return;
         }
+        for (_, _, written_at) in &group.waiters {
+            written_at.hop("b4 writer: written -> group's fsync starts");
+        }
+        let syncing = Stamp::now();
         let synced = self
             .poison
             .check()
             .and_then(|()| self.log.sync().inspect_err(|error| self.poison_with(error)));
         match synced {
             Ok(()) => {
+                let synced_at = syncing.hop("b5 writer: fsync (one per group)");
                 self.metrics.forced_group(group.waiters.len());
-                for (reply, appended) in group.waiters {
-                    let _ = reply.send(Ok(appended));
+                for (reply, appended, _) in group.waiters {
+                    let _ = reply.send((Ok(appended), synced_at));
                 }
             }
             Err(error) => {
                 // The sync's own error, or the earlier poisoning that prevented it.
                 let cause = self.poison.cause().unwrap_or_else(|| error.to_string());
-                for (reply, _) in group.waiters {
-                    let _ = reply.send(Err(StorageError::Poisoned {
+                for (reply, _, _) in group.waiters {
+                    let error = StorageError::Poisoned {
                         cause: cause.clone(),
-                    }));
+                    };
+                    let _ = reply.send((Err(error), Stamp::now()));
                 }
             }
         }

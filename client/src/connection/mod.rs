@@ -281,10 +281,25 @@ impl Connection {
         ack: AckPolicy,
         records: RecordSet,
     ) -> Result<Option<ProduceResponse>, ClientError> {
-        self.submit_produce(topic, partition, ack, records)
+        let called = booblik_protocol::probe::Stamp::now();
+        let answer = self
+            .submit_produce(topic, partition, ack, records)
             .await?
             .wait()
-            .await
+            .await;
+        called.hop("c0 client: PRODUCE called -> answer returned");
+        if booblik_protocol::probe::ENABLED {
+            // One request at a time on the connection (a worker's appender): the last answer
+            // the reader handed over is this one.
+            let dispatched = *self
+                .handle
+                .shared
+                .last_dispatch
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            dispatched.hop("c2 client: answer frame read -> PRODUCE call returns");
+        }
+        answer
     }
 
     /// FETCH (v1 when `request.long_poll` is `None`, v2 otherwise). The payload is raw segment
@@ -346,6 +361,7 @@ impl Connection {
             records,
             expects_response,
             reply,
+            submitted: booblik_protocol::probe::Stamp::now(),
         };
         match tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await {
             // Not on the wire yet: the queue is full, but the connection is not broken.

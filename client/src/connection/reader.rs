@@ -127,6 +127,13 @@ fn dispatch(shared: &Shared, response: RawResponse) -> Result<(), ClientError> {
     let received = response.header.correlation_id;
     match shared.match_response(received) {
         Matched::Answer(reply) => {
+            if booblik_protocol::probe::ENABLED {
+                *shared
+                    .last_dispatch
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    booblik_protocol::probe::Stamp::now();
+            }
             // The caller may have given up (timeout, dropped future); nothing to do then.
             let _ = reply.send(Ok(Some(response)));
             Ok(())

@@ -27,6 +27,8 @@ pub(crate) struct Shared {
     pending: Mutex<PendingQueue>,
     closed: watch::Sender<bool>,
     none_refusals: AtomicU64,
+    /// The hop probe: when the reader last handed an answer to its caller.
+    pub(crate) last_dispatch: Mutex<booblik_protocol::probe::Stamp>,
 }
 
 impl Shared {
@@ -37,6 +39,7 @@ impl Shared {
             pending: Mutex::new(PendingQueue::new(config.max_unanswered_none_requests)),
             closed: watch::Sender::new(false),
             none_refusals: AtomicU64::new(0),
+            last_dispatch: Mutex::new(booblik_protocol::probe::Stamp::now()),
         }
     }
 

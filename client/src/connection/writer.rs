@@ -48,6 +48,8 @@ pub(crate) struct Submission {
     pub(crate) expects_response: bool,
     /// Where the outcome goes.
     pub(crate) reply: Reply,
+    /// When it was queued (the hop probe).
+    pub(crate) submitted: booblik_protocol::probe::Stamp,
 }
 
 /// The socket's write half and the pieces gathered for the next vectored write.
@@ -129,6 +131,7 @@ async fn write_loop(
     out: &mut Out,
 ) -> ClientError {
     let mut written: Vec<Reply> = Vec::new();
+    let mut stamps = Vec::new();
     loop {
         let Some(first) = submissions.recv().await else {
             return ClientError::closed("the connection was dropped by its owner");
@@ -136,6 +139,9 @@ async fn write_loop(
         let mut next = Some(first);
         let mut count = 0;
         while let Some(submission) = next.take() {
+            if booblik_protocol::probe::ENABLED && submission.api == ApiKey::Produce {
+                stamps.push(submission.submitted);
+            }
             if let Err(e) = write_one(shared, out, submission, &mut written).await {
                 return e;
             }
@@ -146,6 +152,9 @@ async fn write_loop(
         }
         if let Err(e) = flush(shared, out, &mut written).await {
             return e;
+        }
+        for submitted in stamps.drain(..) {
+            submitted.hop("c1 client: PRODUCE submitted -> written to the socket");
         }
     }
 }
@@ -175,6 +184,7 @@ async fn write_one(
         records,
         expects_response,
         reply,
+        submitted: _,
     } = submission;
     let (kind, written_reply) = if expects_response {
         let permit = match Arc::clone(&shared.in_flight).try_acquire_owned() {

@@ -75,6 +75,27 @@ pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<Qu
         .await
 }
 
+/// The hop probe's table for one run, on stderr, one tab-separated line per hop:
+/// `HOP label hop samples p10 p50 p90 p99` (µs). Only with the `hop-probe` feature
+/// (`docs/experiments/claim-hops.md`).
+fn print_hops(label: &str) {
+    for (hop, mut samples) in booblik_protocol::probe::take() {
+        samples.sort_unstable();
+        let at = |q: f64| {
+            let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+            samples[i] as f64 / 1_000.0
+        };
+        eprintln!(
+            "HOP\t{label}\t{hop}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}",
+            samples.len(),
+            at(0.10),
+            at(0.50),
+            at(0.90),
+            at(0.99)
+        );
+    }
+}
+
 async fn conduct(
     host: &BrokerHost,
     config: QueueRunConfig,
@@ -137,11 +158,13 @@ async fn conduct(
             stall,
         )
     };
-    for slot in 0..config.workers {
-        slots.push(new_slot(slot).await?);
-    }
+    // Started together: each start is a few round trips (connect, METADATA, two followers), and
+    // 30 of them one after another were a noticeable share of a short run's wall time.
+    slots.extend(futures::future::try_join_all((0..config.workers).map(new_slot)).await?);
     let cpu_before = cpu::process_cpu_seconds();
     let started = Instant::now();
+    // The hop probe times the workers' claims only: not the enqueueing, not the start.
+    drop(booblik_protocol::probe::take());
     if config.arrival == Arrival::Trickle {
         enqueuer = Some(tokio::spawn(enqueue(Some(config.trickle_per_s))));
     }
@@ -204,6 +227,9 @@ async fn conduct(
         }
     };
     let elapsed_s = ended_at.duration_since(started).as_secs_f64();
+    if booblik_protocol::probe::ENABLED {
+        print_hops(&super::label(&config));
+    }
     let process_cpu_s = cpu::process_cpu_seconds() - cpu_before;
 
     shutdown_tx.send_replace(true);
