@@ -4,8 +4,9 @@
 //! record came from. Instead, before each write the relay saves, durably:
 //!
 //! ```text
-//!   { "from": 120, "records": 40, "target_end": 9_310 }
-//!     source offsets 120..160 are about to be appended; the target's end was 9 310 just before
+//!   { "from": 120, "records": 40, "target_end": 9_310, "duplicates_counted": 80 }
+//!     source offsets 120..160 are about to be appended; the target's end was 9 310 just before;
+//!     earlier crashes duplicated 80 records of this partition in all
 //! ```
 //!
 //! After the target acknowledged the write the relay saves its position (160). A crash between
@@ -18,6 +19,11 @@
 //! landed could skip records if anyone else writes into the target) and *counts* the growth,
 //! capped at the batch, as duplicates. So duplicates are bounded by one batch per partition per
 //! crash and never silent. With the relay as the target's only writer the count is exact.
+//!
+//! The running total of duplicates lives in the intent itself, saved in the same replace as
+//! the re-based intent of a restart: a relay killed after counting a crash's duplicates but
+//! before saving would otherwise count them again on the next start, and one killed after
+//! saving but before logging would lose them. In one file, the count is neither doubled nor lost.
 //!
 //! One small file per partition: `<offsets-dir>/relay-intents/<consumer>.<topic>.<partition>`,
 //! replaced with `durable_file::replace_async` (temp + fsync + rename + directory fsync).
@@ -40,6 +46,9 @@ pub struct Intent {
     pub records: i64,
     /// The target partition's end (high watermark) just before the write.
     pub target_end: i64,
+    /// Records counted as duplicated on this partition by every restart so far.
+    #[serde(default)]
+    pub duplicates_counted: u64,
 }
 
 impl Intent {
@@ -99,6 +108,7 @@ mod tests {
         from: 120,
         records: 40,
         target_end: 9_310,
+        duplicates_counted: 0,
     };
 
     #[test]

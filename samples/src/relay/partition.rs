@@ -61,6 +61,10 @@ impl PartitionRelay {
             .with_context(|| format!("{name}: cannot recover from the target"))?;
         let c = &self.counters;
         c.duplicates.fetch_add(recovery.duplicates, Ordering::Relaxed);
+        c.duplicates_before.store(
+            recovery.duplicates_total - recovery.duplicates,
+            Ordering::Relaxed,
+        );
         c.started_at.store(recovery.resume_at, Ordering::Relaxed);
         c.position.store(recovery.resume_at, Ordering::Relaxed);
         c.end_at_start.store(bounds.end, Ordering::Relaxed);

@@ -14,6 +14,8 @@ pub struct PartitionCounters {
     pub relayed: AtomicU64,
     /// Records counted as possibly written twice (found at start, or reported by the target).
     pub duplicates: AtomicU64,
+    /// Duplicates counted by earlier runs and kept by the target side (booblik's intent).
+    pub duplicates_before: AtomicU64,
     /// Where this run started reading.
     pub started_at: AtomicI64,
     /// The source position saved last.
@@ -39,6 +41,9 @@ pub struct PartitionSummary {
     pub relayed: u64,
     /// Records counted as possibly duplicated in the target this run.
     pub duplicates: u64,
+    /// Duplicates counted on this partition by every run so far, where the target side keeps
+    /// that total durably (into booblik); otherwise this run's.
+    pub duplicates_total: u64,
     /// The source offset this run started at.
     pub started_at: i64,
     /// The source position saved last.
@@ -54,6 +59,9 @@ pub struct Summary {
     pub relayed: u64,
     /// Duplicates counted this run, over every partition.
     pub duplicates: u64,
+    /// Duplicates counted by every run so far, over every partition (see
+    /// [`PartitionSummary::duplicates_total`]).
+    pub duplicates_total: u64,
     /// Wall time of the run.
     pub elapsed_ms: u64,
     /// `relayed` over `elapsed_ms`.
@@ -81,6 +89,8 @@ impl Counters {
                 partition: p as i32,
                 relayed: c.relayed.load(Ordering::Relaxed),
                 duplicates: c.duplicates.load(Ordering::Relaxed),
+                duplicates_total: c.duplicates_before.load(Ordering::Relaxed)
+                    + c.duplicates.load(Ordering::Relaxed),
                 started_at: c.started_at.load(Ordering::Relaxed),
                 position: c.position.load(Ordering::Relaxed),
                 end_at_start: c.end_at_start.load(Ordering::Relaxed),
@@ -91,6 +101,7 @@ impl Counters {
         Summary {
             relayed,
             duplicates: partitions.iter().map(|p| p.duplicates).sum(),
+            duplicates_total: partitions.iter().map(|p| p.duplicates_total).sum(),
             elapsed_ms: elapsed.as_millis() as u64,
             records_per_s: relayed as f64 / elapsed.as_secs_f64().max(1e-9),
             partitions,

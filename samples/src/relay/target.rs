@@ -14,6 +14,9 @@ pub struct Recovery {
     pub resume_at: i64,
     /// Records the target may now hold twice because of the crash before this start.
     pub duplicates: u64,
+    /// Duplicates counted on this partition by every start so far, this one included, where
+    /// the target keeps such a total durably (booblik's intent); otherwise `duplicates`.
+    pub duplicates_total: u64,
 }
 
 /// One partition of a target.

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -15,12 +16,18 @@ use crate::engine::{Ack, LogRecord, PartitionLog};
 pub struct BooblikTarget {
     log: Arc<dyn PartitionLog>,
     intent_path: PathBuf,
+    /// The durable total of duplicates, carried from intent to intent.
+    duplicates_counted: AtomicU64,
 }
 
 impl BooblikTarget {
     /// Writes into `log`, keeping its intent at `intent_path`.
     pub fn new(log: Arc<dyn PartitionLog>, intent_path: PathBuf) -> Self {
-        Self { log, intent_path }
+        Self {
+            log,
+            intent_path,
+            duplicates_counted: AtomicU64::new(0),
+        }
     }
 }
 
@@ -31,14 +38,30 @@ impl TargetPartition for BooblikTarget {
             return Ok(Recovery {
                 resume_at: saved,
                 duplicates: 0,
+                duplicates_total: 0,
             });
         };
         let end = self.log.bounds().await?.end;
-        let duplicates = last.possible_duplicates(saved, end);
+        let duplicates = last.possible_duplicates(saved, end) as u64;
+        let total = last.duplicates_counted + duplicates;
+        // Count each landed batch once: the re-based intent says "nothing of this batch is in
+        // the target since `end`", which is what the coming rewrite starts from, and it holds
+        // the new total in the same durable replace (see `intent`: neither doubled nor lost).
+        intent::save(
+            &self.intent_path,
+            &Intent {
+                target_end: end,
+                duplicates_counted: total,
+                ..last
+            },
+        )
+        .await?;
+        self.duplicates_counted.store(total, Ordering::Relaxed);
         if duplicates > 0 {
             tracing::warn!(
                 partition = self.log.name().partition,
                 duplicates,
+                duplicates_total = total,
                 intent_from = last.from,
                 intent_records = last.records,
                 target_end_before = last.target_end,
@@ -46,20 +69,10 @@ impl TargetPartition for BooblikTarget {
                 "the last write landed but its position was not saved: these records are written again"
             );
         }
-        // Count each landed batch once: a crash before the next write must not find the same
-        // growth again. The re-based intent says "nothing of this batch is in the target since
-        // `end`", which is what the coming rewrite starts from.
-        intent::save(
-            &self.intent_path,
-            &Intent {
-                target_end: end,
-                ..last
-            },
-        )
-        .await?;
         Ok(Recovery {
             resume_at: saved,
-            duplicates: duplicates as u64,
+            duplicates,
+            duplicates_total: total,
         })
     }
 
@@ -70,6 +83,7 @@ impl TargetPartition for BooblikTarget {
             from: first,
             records: records.len() as i64,
             target_end,
+            duplicates_counted: self.duplicates_counted.load(Ordering::Relaxed),
         };
         intent::save(&self.intent_path, &announced).await?;
         let payloads: Vec<Bytes> = records.iter().map(|r| r.payload.clone()).collect();

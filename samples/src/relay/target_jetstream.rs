@@ -60,6 +60,7 @@ impl TargetPartition for JetStreamTarget {
                 return Ok(Recovery {
                     resume_at: saved,
                     duplicates: 0,
+                    duplicates_total: 0,
                 });
             }
             Err(error) => anyhow::bail!("cannot read the tail of {}: {error}", self.subject),
@@ -93,6 +94,7 @@ impl TargetPartition for JetStreamTarget {
         Ok(Recovery {
             resume_at,
             duplicates: 0,
+            duplicates_total: 0,
         })
     }
 
