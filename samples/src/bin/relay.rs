@@ -2,10 +2,14 @@
 //!
 //! ```text
 //! relay SOURCE TARGET --offsets-dir DIR [--stats-bind addr] [--exit-when-caught-up]
-//!       [--batch-max-records 500] [--consumer-name relay]
+//!       [--batch-max-records 500] [--consumer-name relay] [--bench-records N]
 //!
 //!   SOURCE, TARGET:  booblik://host:port/topic  |  jetstream://host:port[,host:port]/topic
 //! ```
+//!
+//! With `--bench-records N` it first produces N records per partition into the source, relays
+//! to the end, then produces N per partition into the target, and prints the three rates
+//! (`relay::bench`; scratch topics only).
 //!
 //! Partition p goes to partition p; both topics must exist with the same partition count. The
 //! code that matters is `booblik_samples::relay`; `docs/relay.md` says where each position lives.
@@ -13,7 +17,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use booblik_samples::relay::{self, DEFAULT_BATCH_MAX_RECORDS, Endpoint, RelayConfig};
+use booblik_samples::relay::{self, DEFAULT_BATCH_MAX_RECORDS, Endpoint, RelayConfig, bench};
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
@@ -40,6 +44,10 @@ struct Cli {
     /// The offset store's consumer name (one relay per name and source topic).
     #[arg(long, default_value = "relay")]
     consumer_name: String,
+    /// Benchmark on scratch topics: produce N records per partition into the source, relay
+    /// them, produce N into the target; print the three rates. Implies --exit-when-caught-up.
+    #[arg(long)]
+    bench_records: Option<u64>,
 }
 
 #[tokio::main]
@@ -53,9 +61,20 @@ async fn main() -> anyhow::Result<()> {
         offsets_dir: cli.offsets_dir,
         consumer: cli.consumer_name,
         batch_max_records: cli.batch_max_records,
-        exit_when_caught_up: cli.exit_when_caught_up,
+        exit_when_caught_up: cli.exit_when_caught_up || cli.bench_records.is_some(),
     };
-    let counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
+    let mut counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
+    let partitions = counters.partitions.len() as i32;
+    let batch = config.batch_max_records;
+    let source_rate = match cli.bench_records {
+        Some(n) => {
+            let rate = bench::produce(&config.source, partitions, n, batch, &shutdown).await?;
+            // Fresh counters: the relay's clock starts after the source was produced.
+            counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
+            Some(rate)
+        }
+        None => None,
+    };
     let stats = Arc::clone(&counters);
     let snapshot: stats_http::Snapshot =
         Arc::new(move || serde_json::to_value(stats.summary()).unwrap_or_default());
@@ -66,7 +85,22 @@ async fn main() -> anyhow::Result<()> {
         snapshot,
     )
     .await?;
-    let summary = relay::run(&config, counters, shutdown).await?;
-    println!("{}", serde_json::to_string(&summary)?);
+    let summary = relay::run(&config, counters, shutdown.clone()).await?;
+    let (Some(n), Some(source_rate)) = (cli.bench_records, source_rate) else {
+        println!("{}", serde_json::to_string(&summary)?);
+        return Ok(());
+    };
+    let target_rate = bench::produce(&config.target, partitions, n, batch, &shutdown).await?;
+    let figures = bench::BenchFigures {
+        records_per_partition: n,
+        partitions,
+        batch_records: batch,
+        source_produce_records_per_s: source_rate,
+        relay_records_per_s: summary.records_per_s,
+        target_produce_records_per_s: target_rate,
+    };
+    let mut out = serde_json::to_value(&summary)?;
+    out["bench"] = serde_json::to_value(&figures)?;
+    println!("{out}");
     Ok(())
 }

@@ -30,7 +30,9 @@
 //! | `target_jetstream.rs` | into JetStream: headers with the source position, tail read on start |
 //! | `intent.rs` | the intent file: the source range about to be written |
 //! | `summary.rs` | counters, `GET /stats` and the JSON summary |
+//! | `bench.rs` | `--bench-records`: relay records/s beside each side's produce rate |
 
+pub mod bench;
 pub mod endpoint;
 pub mod intent;
 pub mod partition;
