@@ -40,7 +40,10 @@ async fn the_relay_copies_every_record_once_in_order_and_resumes_where_it_stoppe
     }
 
     let (second, _) = run_to_end(dir.path(), 1, &args).await;
-    assert_eq!(second.relayed, 0, "the second run re-sent records: {second:?}");
+    assert_eq!(
+        second.relayed, 0,
+        "the second run re-sent records: {second:?}"
+    );
     for p in second.partitions {
         assert_eq!(p.started_at, RECORDS as i64, "{p:?}");
     }

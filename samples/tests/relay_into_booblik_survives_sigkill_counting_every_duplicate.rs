@@ -18,7 +18,9 @@ use booblik_samples::engine::jetstream::StreamSettings;
 use booblik_samples::engine::{JetStreamEngine, LogEngine};
 use booblik_samples::support::nats_cluster::NatsCluster;
 use booblik_samples::support::shutdown::Shutdown;
-use relay_support::{BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker};
+use relay_support::{
+    BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker,
+};
 
 const ROUNDS: usize = 20;
 
@@ -73,7 +75,10 @@ async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_into_b
         assert!(counted <= (ROUNDS * BATCH) as u64);
         for (round, found) in logged.iter().enumerate() {
             let found = found.get(&p).copied().unwrap_or(0);
-            assert!(found <= BATCH as u64, "round {round}, partition {p}: {found} > one batch");
+            assert!(
+                found <= BATCH as u64,
+                "round {round}, partition {p}: {found} > one batch"
+            );
         }
         // JetStream sequences start at 1: the position after `produced` records is produced + 1.
         assert_eq!(last.partitions[p as usize].position, produced as i64 + 1);

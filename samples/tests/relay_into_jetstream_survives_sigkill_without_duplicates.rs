@@ -20,7 +20,9 @@ use booblik_samples::engine::jetstream::naming;
 use booblik_samples::engine::{JetStreamEngine, LogEngine};
 use booblik_samples::support::nats_cluster::NatsCluster;
 use booblik_samples::support::shutdown::Shutdown;
-use relay_support::{BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker};
+use relay_support::{
+    BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker,
+};
 
 const ROUNDS: usize = 20;
 

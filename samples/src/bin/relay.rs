@@ -23,7 +23,11 @@ use booblik_samples::support::{logging, stats_http};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
-#[command(name = "relay", version, about = "Relay a topic between booblik and JetStream")]
+#[command(
+    name = "relay",
+    version,
+    about = "Relay a topic between booblik and JetStream"
+)]
 struct Cli {
     /// Read from: booblik://host:port/topic or jetstream://host:port[,host:port]/topic.
     source: Endpoint,

@@ -79,6 +79,9 @@ pub async fn produce(
 
 fn record(partition: usize, n: u64) -> Bytes {
     let mut text = format!("bench-p{partition}-{n:012}-");
-    text.extend(std::iter::repeat_n('x', BENCH_RECORD_BYTES.saturating_sub(text.len())));
+    text.extend(std::iter::repeat_n(
+        'x',
+        BENCH_RECORD_BYTES.saturating_sub(text.len()),
+    ));
     Bytes::from(text)
 }

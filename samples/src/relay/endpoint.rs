@@ -86,7 +86,9 @@ impl FromStr for Endpoint {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
-            return Err(part("the topic must be 1+ of letters, digits, '.', '_', '-'"));
+            return Err(part(
+                "the topic must be 1+ of letters, digits, '.', '_', '-'",
+            ));
         }
         let hosts: Vec<&str> = hosts.split(',').collect();
         if hosts.iter().any(|h| h.is_empty() || !h.contains(':')) {

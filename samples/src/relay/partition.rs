@@ -60,7 +60,8 @@ impl PartitionRelay {
             .await
             .with_context(|| format!("{name}: cannot recover from the target"))?;
         let c = &self.counters;
-        c.duplicates.fetch_add(recovery.duplicates, Ordering::Relaxed);
+        c.duplicates
+            .fetch_add(recovery.duplicates, Ordering::Relaxed);
         c.duplicates_before.store(
             recovery.duplicates_total - recovery.duplicates,
             Ordering::Relaxed,
@@ -101,13 +102,17 @@ impl PartitionRelay {
             };
             let first = first.offset;
             // Not raced against the stop signal: a batch in hand is written *and* saved.
-            let duplicates = self
-                .target
-                .write(&batch.records)
-                .await
-                .with_context(|| format!("{name}: cannot write {first}..{}", batch.next_offset))?;
+            let duplicates =
+                self.target.write(&batch.records).await.with_context(|| {
+                    format!("{name}: cannot write {first}..{}", batch.next_offset)
+                })?;
             self.store
-                .save(&self.consumer, &name.topic, name.partition, batch.next_offset)
+                .save(
+                    &self.consumer,
+                    &name.topic,
+                    name.partition,
+                    batch.next_offset,
+                )
                 .await?;
             position = batch.next_offset;
             c.relayed

@@ -54,7 +54,11 @@ impl JetStreamTarget {
 impl TargetPartition for JetStreamTarget {
     async fn recover(&self, saved: i64) -> anyhow::Result<Recovery> {
         use jetstream::stream::LastRawMessageErrorKind as Kind;
-        let last = match self.stream.get_last_raw_message_by_subject(&self.subject).await {
+        let last = match self
+            .stream
+            .get_last_raw_message_by_subject(&self.subject)
+            .await
+        {
             Ok(message) => message,
             Err(error) if error.kind() == Kind::NoMessageFound => {
                 return Ok(Recovery {

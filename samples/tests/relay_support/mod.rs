@@ -136,12 +136,18 @@ pub async fn check_partition(log: &dyn PartitionLog, p: i32, produced: u64) -> L
         } else {
             // A record seen for the first time is the next one in source order: anything else
             // is a record lost (or reordered) before it.
-            assert_eq!(n, next_new, "partition {p}: record {next_new} is missing before {n}");
+            assert_eq!(
+                n, next_new,
+                "partition {p}: record {next_new} is missing before {n}"
+            );
             seen[n as usize] = true;
             next_new += 1;
         }
     }
-    assert_eq!(next_new, produced, "partition {p}: records {next_new}.. are missing");
+    assert_eq!(
+        next_new, produced,
+        "partition {p}: records {next_new}.. are missing"
+    );
     Landed {
         records: all.len() as u64,
         duplicates,
