@@ -12,6 +12,7 @@
 
 mod relay_support;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,7 +73,7 @@ async fn a_relay_killed_20_times_loses_nothing_and_duplicates_nothing_into_jetst
     let (produced, logged, last) = crash_loop(dir.path(), &args, ROUNDS, (producer, stop)).await;
     assert!(produced > 0);
     assert_eq!(last.duplicates, 0, "{last:?}");
-    assert!(logged.iter().all(|round| round.is_empty()), "{logged:?}");
+    assert!(logged.iter().all(BTreeMap::is_empty), "{logged:?}");
     for p in 0..PARTITIONS {
         let log = nats.open("mirror", p).await.unwrap();
         let landed = check_partition(log.as_ref(), p, produced).await;

@@ -94,7 +94,7 @@ async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> 
         Endpoint::JetStream { urls, .. } => {
             let engine = JetStreamEngine::connect(urls).await?;
             engine.wait_ready(JETSTREAM_READY_LIMIT).await?;
-            Ok(Side::JetStream(engine))
+            Ok(Side::JetStream(Box::new(engine)))
         }
     }
 }
@@ -102,14 +102,15 @@ async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> 
 /// An opened side: the engine, plus what a target adapter needs beyond it.
 enum Side {
     Booblik(BooblikEngine),
-    JetStream(JetStreamEngine),
+    // Boxed: the JetStream context is large, and a side is moved around by value.
+    JetStream(Box<JetStreamEngine>),
 }
 
 impl Side {
     fn engine(&self) -> &dyn LogEngine {
         match self {
             Side::Booblik(engine) => engine,
-            Side::JetStream(engine) => engine,
+            Side::JetStream(engine) => engine.as_ref(),
         }
     }
 }
