@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! relay SOURCE TARGET --offsets-dir DIR [--stats-bind addr] [--exit-when-caught-up]
-//!       [--batch-max-records 500] [--consumer-name relay] [--bench-records N]
+//!       [--batch-max-records 500] [--consumer-name relay] [--create-streams-replicas R]
+//!       [--bench-records N]
 //!
 //!   SOURCE, TARGET:  booblik://host:port/topic  |  jetstream://host:port[,host:port]/topic
 //! ```
@@ -48,6 +49,10 @@ struct Cli {
     /// The offset store's consumer name (one relay per name and source topic).
     #[arg(long, default_value = "relay")]
     consumer_name: String,
+    /// Into JetStream: create the target's missing streams, as many as the source has
+    /// partitions, with this many replicas (1 or 3). Existing streams are left as they are.
+    #[arg(long)]
+    create_streams_replicas: Option<usize>,
     /// Benchmark on scratch topics: produce N records per partition into the source, relay
     /// them, produce N into the target; print the three rates. Implies --exit-when-caught-up.
     #[arg(long)]
@@ -66,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
         consumer: cli.consumer_name,
         batch_max_records: cli.batch_max_records,
         exit_when_caught_up: cli.exit_when_caught_up || cli.bench_records.is_some(),
+        create_streams_replicas: cli.create_streams_replicas,
     };
     let mut counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
     let partitions = counters.partitions.len() as i32;

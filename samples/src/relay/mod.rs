@@ -82,6 +82,9 @@ pub struct RelayConfig {
     pub batch_max_records: usize,
     /// Stop once every partition is relayed up to the source end seen at start.
     pub exit_when_caught_up: bool,
+    /// Into JetStream: create the target's missing streams (the source's partition count, this
+    /// many replicas) before checking the counts. `None` leaves the target as it is.
+    pub create_streams_replicas: Option<usize>,
 }
 
 /// Opens one side.
@@ -212,6 +215,16 @@ pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::
         .partition_count(config.source.topic())
         .await
         .with_context(|| format!("source {}", config.source))?;
+    if let (Some(replicas), Side::JetStream(engine)) = (config.create_streams_replicas, &target) {
+        let settings = crate::engine::jetstream::StreamSettings {
+            replicas,
+            max_age: None,
+        };
+        engine
+            .ensure_topics(&[(config.target.topic().to_owned(), from)], &settings)
+            .await
+            .with_context(|| format!("cannot create the streams of {}", config.target))?;
+    }
     let to = target
         .engine()
         .partition_count(config.target.topic())
