@@ -1,0 +1,88 @@
+//! booblik → JetStream under a crash loop: the relay binary is SIGKILLed mid-stream 20 times
+//! while a producer keeps writing the source, then run to the end. Nothing is lost, and the
+//! target holds **no** duplicate: every relayed record carries its source position in headers,
+//! and a restarting relay resumes after the target stream's tail. The target streams are made
+//! here with the shortest duplicate window the server takes (100 ms), shorter than any restart
+//! of the loop (each run lives 150 ms or more), so `Nats-Msg-Id` cannot be what keeps duplicates
+//! out: the tail read must.
+//!
+//! Needs `nats-server` (`apt-get install nats-server`): `#[ignore]`d in the plain test run, run
+//! by `.ci/run` with `--ignored`, and locally with
+//! `cargo test -p booblik-samples --test relay_into_jetstream_survives_sigkill_without_duplicates -- --ignored`.
+
+mod relay_support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::stream;
+use booblik_samples::engine::jetstream::naming;
+use booblik_samples::engine::{JetStreamEngine, LogEngine};
+use booblik_samples::support::nats_cluster::NatsCluster;
+use booblik_samples::support::shutdown::Shutdown;
+use relay_support::{
+    BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker,
+};
+
+const ROUNDS: usize = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nats-server; run by .ci/run with --ignored"]
+async fn a_relay_killed_20_times_loses_nothing_and_duplicates_nothing_into_jetstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = NatsCluster::start(&dir.path().join("nats"), 1).unwrap();
+    let nats = JetStreamEngine::connect(&cluster.urls()).await.unwrap();
+    nats.wait_ready(Duration::from_secs(30)).await.unwrap();
+    for p in 0..PARTITIONS {
+        nats.context()
+            .create_stream(stream::Config {
+                name: naming::stream_name("mirror", p).unwrap(),
+                subjects: vec![naming::subject("mirror", p).unwrap()],
+                storage: stream::StorageType::File,
+                num_replicas: 1,
+                duplicate_window: Duration::from_millis(100),
+                allow_direct: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let broker = start_broker(&dir.path().join("broker"), "events:2").await;
+    let source: Arc<dyn LogEngine> = Arc::new(booblik(&broker).await);
+
+    let stop = Shutdown::new();
+    let producer = produce_until(source, "events", stop.clone());
+    let offsets = dir.path().join("offsets");
+    let source_url = format!("booblik://{}/events", broker.local_addr());
+    let hosts: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| u.trim_start_matches("nats://").to_owned())
+        .collect();
+    let target_url = format!("jetstream://{}/mirror", hosts.join(","));
+    let batch = BATCH.to_string();
+    let args = [
+        source_url.as_str(),
+        target_url.as_str(),
+        "--offsets-dir",
+        offsets.to_str().unwrap(),
+        "--batch-max-records",
+        batch.as_str(),
+    ];
+    let (produced, logged, last) = crash_loop(dir.path(), &args, ROUNDS, (producer, stop)).await;
+    assert!(produced > 0);
+    assert_eq!(last.duplicates, 0, "{last:?}");
+    assert!(logged.iter().all(BTreeMap::is_empty), "{logged:?}");
+    for p in 0..PARTITIONS {
+        let log = nats.open("mirror", p).await.unwrap();
+        let landed = check_partition(log.as_ref(), p, produced).await;
+        assert_eq!(landed.duplicates, 0, "partition {p}: {landed:?}");
+        assert_eq!(last.partitions[p as usize].position, produced as i64);
+    }
+    let tail_resumes = (0..=ROUNDS)
+        .map(|round| relay_support::outputs(dir.path(), round).1)
+        .map(|log| log.matches("resuming after its tail").count())
+        .sum::<usize>();
+    eprintln!("starts that resumed after the target's tail: {tail_resumes}");
+}
