@@ -90,6 +90,10 @@ impl Spread {
     }
 
     fn show(&self, decimals: usize) -> String {
+        if !self.median.is_finite() {
+            // No run had a value (no latency samples): nothing to show, not a zero.
+            return "—".to_owned();
+        }
         // A spread that does not show at this precision is not printed.
         let (min, max) = (
             format!("{:.*}", decimals, self.min),
@@ -112,6 +116,10 @@ pub struct Summary {
     pub durable_peer: bool,
     /// Repetitions.
     pub runs: usize,
+    /// Repetitions with at least one claim-latency sample: the latency figures are over these.
+    /// A peer's idle worker blocks in its claim until a task arrives, and such a claim measures
+    /// the wait, so a trickle can leave a peer's run with none.
+    pub latency_runs: usize,
     /// Claim p50, µs.
     pub p50: Spread,
     /// Claim p99, µs.
@@ -137,13 +145,21 @@ pub struct Summary {
 fn summarise(variant: String, runs: &[&QueueRun]) -> Summary {
     let figure =
         |f: &dyn Fn(&QueueRun) -> f64| Spread::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>());
+    let sampled: Vec<&&QueueRun> = runs
+        .iter()
+        .filter(|r| r.claim_latency_samples > 0)
+        .collect();
+    let latency = |f: &dyn Fn(&QueueRun) -> f64| {
+        Spread::of(&sampled.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
     Summary {
+        latency_runs: sampled.len(),
         durable_peer: runs.iter().all(|r| {
             super::peers::Peer::from_name(r.system).is_some_and(super::peers::Peer::durable)
         }),
         runs: runs.len(),
-        p50: figure(&|r| r.claim_latency_us.p50),
-        p99: figure(&|r| r.claim_latency_us.p99),
+        p50: latency(&|r| r.claim_latency_us.p50),
+        p99: latency(&|r| r.claim_latency_us.p99),
         p999: runs
             .iter()
             .all(|r| r.claim_latency_samples >= MIN_SAMPLES_FOR_P999)
@@ -214,7 +230,9 @@ pub fn peer_table(runs: &[&QueueRun], baseline: &Baseline) -> String {
          excluded), from issuing the claim to knowing it won. \"÷ durable\": the figure over the \
          best durable peer's median in the same scenario (redis-fsync or postgres: lowest \
          latency, highest tasks/s); below 1 is better for latency, above 1 for tasks/s. p99.9 is \
-         shown only when every run had at least 10 000 claims.\n",
+         shown only when every run had at least 10 000 claims. \"[k of n runs]\": only k runs had \
+         latency samples (a peer's idle worker blocks in its claim until a task arrives, and such \
+         a claim measures the wait, so it is left out); \"—\": none had.\n",
     );
     for (scenario, summaries) in summaries(runs) {
         let durable: Vec<&Summary> = summaries.iter().filter(|s| s.durable_peer).collect();
@@ -236,12 +254,19 @@ pub fn peer_table(runs: &[&QueueRun], baseline: &Baseline) -> String {
             scenario.title()
         );
         for s in &summaries {
+            let partial = if s.latency_runs < s.runs && s.latency_runs > 0 {
+                format!(" [{} of {} runs]", s.latency_runs, s.runs)
+            } else {
+                String::new()
+            };
+            let over_rtt = s.p50.median / baseline.rtt_us_p50;
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
+                "| {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.variant,
                 s.runs,
                 s.p50.show(0),
+                partial,
                 s.p99.show(0),
                 s.p999.map_or_else(|| "—".to_owned(), |p| p.show(0)),
                 s.tasks_per_s.show(0),
@@ -250,7 +275,11 @@ pub fn peer_table(runs: &[&QueueRun], baseline: &Baseline) -> String {
                 ratio(s.p50.median, best_p50),
                 ratio(s.p99.median, best_p99),
                 ratio(s.tasks_per_s.median, best_tps),
-                s.p50.median / baseline.rtt_us_p50,
+                if over_rtt.is_finite() {
+                    format!("{over_rtt:.1}")
+                } else {
+                    "—".to_owned()
+                },
                 s.never_completed,
                 s.fenced_dones,
                 s.refused_effects,
@@ -284,24 +313,40 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
     );
     for r in runs {
         let l = r.claim_latency_us;
+        // A run without samples has no latency to show: print "—", never a zero.
+        let sampled = r.claim_latency_samples > 0;
+        let us = |v: f64| {
+            if sampled {
+                format!("{v:.0}")
+            } else {
+                "—".to_owned()
+            }
+        };
+        let x = |v: f64| {
+            if sampled {
+                format!("{v:.1}")
+            } else {
+                "—".to_owned()
+            }
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |",
             name(r),
             r.claim_latency_samples,
             r.warmup_claims_discarded,
-            l.p50,
-            l.p90,
-            l.p99,
+            us(l.p50),
+            us(l.p90),
+            us(l.p99),
             if r.claim_latency_samples >= MIN_SAMPLES_FOR_P999 {
                 format!("{:.0}", l.p999)
             } else {
                 "—".to_owned()
             },
-            l.max,
-            r.vs_baseline.claim_p50_over_rtt_p50,
-            r.vs_baseline.claim_p50_over_rtt_same_thread_p50,
-            r.vs_baseline.claim_p99_over_rtt_p50,
+            us(l.max),
+            x(r.vs_baseline.claim_p50_over_rtt_p50),
+            x(r.vs_baseline.claim_p50_over_rtt_same_thread_p50),
+            x(r.vs_baseline.claim_p99_over_rtt_p50),
             r.enqueue_to_claim_us.p50,
             r.enqueue_to_claim_us.p99,
         );
@@ -353,4 +398,15 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
         baseline.rtt_us_p50, baseline.rtt_same_thread_us_p50, baseline.fsync_us_p50
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_no_run_had_shows_as_a_dash_not_a_zero() {
+        assert_eq!(Spread::of(&[]).show(0), "—");
+        assert_eq!(Spread::of(&[338.0, 470.0]).show(0), "404 (338–470)");
+    }
 }
