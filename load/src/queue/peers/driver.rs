@@ -27,7 +27,7 @@ use super::{Endpoint, Peer, jetstream, postgres, redis};
 use crate::baseline::Baseline;
 use crate::cpu;
 use crate::latency::LatencyRecorder;
-use crate::queue::arrival::scheduled_arrival;
+use crate::queue::arrival::{BACKLOG_SUBMISSIONS_IN_FLIGHT, scheduled_arrival};
 use crate::queue::chaos::{ChaosPlan, Stalls};
 use crate::queue::effects::Effects;
 use crate::queue::run::{QueueOutcome, SHUTDOWN_LIMIT};
@@ -202,9 +202,6 @@ fn payload(index: usize) -> Vec<u8> {
     format!("load task {index}").into_bytes()
 }
 
-/// Tasks of a backlog sent to a peer in one batch (one pipeline, transaction or ack wait).
-const BACKLOG_BATCH_TASKS: usize = 64;
-
 async fn enqueue(
     mut submitter: Submitter,
     count: usize,
@@ -213,12 +210,13 @@ async fn enqueue(
 ) -> anyhow::Result<Submitter> {
     let start = Instant::now();
     if rate_per_s.is_none() {
-        // A backlog: every task is there before the first claim, so batch them (booblik's
-        // backlog is enqueued with as many submissions in flight). One task per round trip made
+        // A backlog: every task is there before the first claim, so send them in batches (one
+        // pipeline, transaction or ack wait each) of as many as booblik's backlog has in flight. One task per round trip made
         // the peers' backlog runs 2-4 times as long as booblik's.
         let mut index = 0;
         while index < count {
-            let batch: Vec<(Uuid, Vec<u8>)> = (index..count.min(index + BACKLOG_BATCH_TASKS))
+            let batch: Vec<(Uuid, Vec<u8>)> = (index
+                ..count.min(index + BACKLOG_SUBMISSIONS_IN_FLIGHT))
                 .map(|i| (Uuid::new_v4(), payload(i)))
                 .collect();
             submitter.submit_batch(&batch).await?;
