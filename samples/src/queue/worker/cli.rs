@@ -58,7 +58,8 @@ pub enum ProtocolArg {
     /// Claims, extends and dones: what every reader knows (the default).
     #[value(name = "1")]
     V1,
-    /// Also releases at a clean shutdown: only once every reader runs code that knows them.
+    /// Also releases at a clean shutdown and, for rendezvous pickers, heartbeats when idle:
+    /// only once every reader runs code that knows them.
     #[value(name = "2")]
     V2,
 }

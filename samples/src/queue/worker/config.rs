@@ -38,7 +38,7 @@ pub const MIN_EXTENDS_PER_LEASE: u64 = 2;
 /// The longest lease a worker takes whatever the queue allows: one day (deadline arithmetic
 /// stays far from overflow). The queue's own maximum, [`QueueConfig::max_lease_ms`], is the
 /// bound every reader enforces in the verdict; a worker asks for at most the smaller of the two.
-pub const MAX_LEASE_MS: u64 = 24 * 60 * 60 * 1000;
+pub const MAX_LEASE_MS: u64 = crate::queue::state::DEFAULT_MAX_LEASE_MS;
 
 /// How a worker runs. Build it with struct update syntax from [`Default`]:
 ///
