@@ -1,6 +1,7 @@
-//! The index behind picking (`QueueState::candidates`, `pick`, `claimable`, `next_lapse_after`)
-//! gives the same answers as a plain scan of every task with `TaskState::is_claimable_at`, after
-//! any sequence of submissions, claims, extends and dones, at any clock reading.
+//! The index behind picking (`QueueState::candidates` with its positions and windows, `pick`,
+//! `claimable`, `next_lapse_after`) gives the same answers as a plain scan of every task with
+//! `TaskState::is_claimable_at`, after any sequence of submissions, claims, extends and dones, at
+//! any clock reading.
 
 use std::collections::HashSet;
 use std::num::NonZeroU32;
@@ -127,6 +128,17 @@ fn check_at(state: &QueueState, now_ms: u64, rng: &mut StdRng) -> Result<(), Tes
     );
     prop_assert_eq!(by_position.len(), expected.len());
     prop_assert_eq!(candidates.at(candidates.len()), None);
+    // A window is the positions from its start on, wrapping: the same tasks `at` names there,
+    // from every start and of every width (what the rendezvous scan walks).
+    for start in 0..candidates.len() {
+        for count in 0..=candidates.len() + 1 {
+            let window: Vec<Uuid> = candidates.window(start, count).collect();
+            let at: Vec<Uuid> = (0..count.min(candidates.len()))
+                .map(|step| by_position[(start + step) % candidates.len()])
+                .collect();
+            prop_assert_eq!(window, at);
+        }
+    }
 
     prop_assert_eq!(
         state.pick(now_ms, Pick::First, rng),

@@ -3,25 +3,34 @@
 //! from the same log. `Pick::Random` over the same backlog, for contrast, loses races whenever
 //! two workers draw the same task — more and more as the backlog drains.
 //!
-//! A deterministic state-level simulation, not a timed test: in every round each idle worker
-//! picks from the same `QueueState` at the same clock reading (the worst case for collisions:
-//! perfectly level views), then all claims are applied in worker order and every winner's done
-//! right after. A rendezvous worker whose pick is not its own defers, for at most
-//! `DEFERENCE_ROUNDS` rounds in a row, then claims the task it ranks best, as the worker does
-//! after `RENDEZVOUS_MAX_DEFERENCE_MS`.
+//! A deterministic state-level simulation, not a timed test: in every round (one millisecond of
+//! the simulated clock) each idle worker picks from the same `QueueState` at the same clock
+//! reading (the worst case for collisions: perfectly level views), then all claims are applied in
+//! worker order and every winner's done right after. A rendezvous worker whose pick is not its
+//! own defers through the worker's own rule (`Deference`, `pick/deference.rs`) with a bound of
+//! `DEFERENCE_ROUNDS` rounds, as the worker does with `RENDEZVOUS_MAX_DEFERENCE_MS`.
+//!
+//! Two arrival patterns: a backlog submitted up front, and a trickle where one task arrives into
+//! an idle queue every `TRICKLE_EVERY_ROUNDS` rounds — where every idle worker sees the same one
+//! task, `Random` loses a race for all but one of them, and a deference clock that outlives the
+//! task it was started for makes rendezvous workers do the same.
 
-use booblik_samples::queue::pick::Pick;
+use booblik_samples::queue::pick::{Decision, Deference, Pick};
 use booblik_samples::queue::record::{Claim, ClaimsRecord, Done, Heartbeat, Task};
 use booblik_samples::queue::state::{QueueConfig, QueueState};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use uuid::Uuid;
 
-const WORKERS: u128 = 8;
-const TASKS: u128 = 400;
+const BACKLOG_WORKERS: u128 = 8;
+const BACKLOG_TASKS: u128 = 400;
+const TRICKLE_WORKERS: u128 = 30;
+const TRICKLE_TASKS: u128 = 100;
+/// Far longer than a claim takes in the simulation (the round it is picked in).
+const TRICKLE_EVERY_ROUNDS: u64 = 50;
 const LEASE_MS: u64 = 10_000;
 const T0_MS: u64 = 1_700_000_000_000;
-const DEFERENCE_ROUNDS: u32 = 3;
+const DEFERENCE_ROUNDS: u64 = 3;
 /// Far more rounds than draining needs: a simulation that stops making progress fails.
 const MAX_ROUNDS: u64 = 10_000;
 
@@ -35,15 +44,31 @@ struct Outcome {
     completed: u64,
 }
 
-fn drain(pick: Pick) -> Outcome {
+/// When tasks arrive.
+#[derive(Clone, Copy)]
+enum Arrival {
+    /// All at once, before the first round.
+    Backlog,
+    /// One every `TRICKLE_EVERY_ROUNDS` rounds.
+    Trickle,
+}
+
+fn drain(pick: Pick, workers: u128, tasks: u128, arrival: Arrival) -> Outcome {
     let mut state = QueueState::new(QueueConfig::default());
-    for n in 0..TASKS {
+    let mut submitted = 0_u128;
+    let submit = |state: &mut QueueState, submitted: &mut u128, submitted_at_ms: u64| {
         let task = Task {
-            task_id: Uuid::from_u128(0x7A5C_0000 + n),
+            task_id: Uuid::from_u128(0x7A5C_0000 + *submitted),
             payload: vec![],
-            submitted_at_ms: T0_MS,
+            submitted_at_ms,
         };
-        state.apply_task(n as i64, &task).unwrap();
+        state.apply_task(*submitted as i64, &task).unwrap();
+        *submitted += 1;
+    };
+    if let Arrival::Backlog = arrival {
+        for _ in 0..tasks {
+            submit(&mut state, &mut submitted, T0_MS);
+        }
     }
     let mut offset = 0_i64;
     let mut append = |state: &mut QueueState, record: ClaimsRecord| {
@@ -52,7 +77,7 @@ fn drain(pick: Pick) -> Outcome {
         (offset - 1, event)
     };
     // Every worker is idle and has said so.
-    for n in 0..WORKERS {
+    for n in 0..workers {
         let heartbeat = Heartbeat {
             worker_id: worker(n),
             at_ms: T0_MS,
@@ -60,32 +85,37 @@ fn drain(pick: Pick) -> Outcome {
         };
         append(&mut state, heartbeat.into());
     }
-    assert_eq!(state.live_workers(T0_MS).len(), WORKERS as usize);
+    assert_eq!(state.live_workers(T0_MS).len(), workers as usize);
 
-    let mut rngs: Vec<StdRng> = (0..WORKERS)
+    let mut rngs: Vec<StdRng> = (0..workers)
         .map(|n| StdRng::seed_from_u64(n as u64))
         .collect();
-    let mut deferred_rounds = vec![0_u32; WORKERS as usize];
+    let mut deferences = vec![Deference::new(DEFERENCE_ROUNDS); workers as usize];
     for round in 0..MAX_ROUNDS {
-        if state.unfinished_count() == 0 {
+        let now_ms = T0_MS + 1 + round;
+        if let Arrival::Trickle = arrival
+            && round % TRICKLE_EVERY_ROUNDS == 0
+            && submitted < tasks
+        {
+            submit(&mut state, &mut submitted, now_ms);
+        }
+        if submitted == tasks && state.unfinished_count() == 0 {
             break;
         }
-        let now_ms = T0_MS + 1 + round;
         // Everyone picks from the same view first ...
         let mut claims = Vec::new();
-        for n in 0..WORKERS {
+        for n in 0..workers {
             let rng = &mut rngs[n as usize];
             let task_id = match pick {
                 Pick::Rendezvous => {
+                    let deference = &mut deferences[n as usize];
                     let Some(ranked) = state.rendezvous_pick(now_ms, worker(n), rng) else {
+                        deference.nothing_claimable();
                         continue;
                     };
-                    let deferred = &mut deferred_rounds[n as usize];
-                    if !ranked.ranked_first && *deferred < DEFERENCE_ROUNDS {
-                        *deferred += 1;
+                    if let Decision::Wait { .. } = deference.decide(&ranked, now_ms) {
                         continue;
                     }
-                    *deferred = 0;
                     ranked.task_id
                 }
                 other => match state.pick(now_ms, other, rng) {
@@ -130,14 +160,24 @@ fn drain(pick: Pick) -> Outcome {
 
 #[test]
 fn rendezvous_workers_drain_a_backlog_with_almost_no_lost_races() {
-    let rendezvous = drain(Pick::Rendezvous);
-    let random = drain(Pick::Random);
+    let rendezvous = drain(
+        Pick::Rendezvous,
+        BACKLOG_WORKERS,
+        BACKLOG_TASKS,
+        Arrival::Backlog,
+    );
+    let random = drain(
+        Pick::Random,
+        BACKLOG_WORKERS,
+        BACKLOG_TASKS,
+        Arrival::Backlog,
+    );
     eprintln!(
-        "rendezvous: {} claims, {} lost; random: {} claims, {} lost",
+        "backlog: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
         rendezvous.claims, rendezvous.lost_races, random.claims, random.lost_races
     );
-    assert_eq!(rendezvous.completed, TASKS as u64);
-    assert_eq!(random.completed, TASKS as u64);
+    assert_eq!(rendezvous.completed, BACKLOG_TASKS as u64);
+    assert_eq!(random.completed, BACKLOG_TASKS as u64);
     // At most 1 % of claims lost (the target for 3 workers in issue 19), where random loses
     // many times more from the same start.
     assert!(
@@ -151,5 +191,42 @@ fn rendezvous_workers_drain_a_backlog_with_almost_no_lost_races() {
         "random lost {}, rendezvous {}",
         random.lost_races,
         rendezvous.lost_races
+    );
+}
+
+#[test]
+fn rendezvous_workers_leave_each_trickled_task_to_its_owner() {
+    let rendezvous = drain(
+        Pick::Rendezvous,
+        TRICKLE_WORKERS,
+        TRICKLE_TASKS,
+        Arrival::Trickle,
+    );
+    let random = drain(
+        Pick::Random,
+        TRICKLE_WORKERS,
+        TRICKLE_TASKS,
+        Arrival::Trickle,
+    );
+    eprintln!(
+        "trickle: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
+        rendezvous.claims, rendezvous.lost_races, random.claims, random.lost_races
+    );
+    assert_eq!(rendezvous.completed, TRICKLE_TASKS as u64);
+    assert_eq!(random.completed, TRICKLE_TASKS as u64);
+    // Issue 19's trickle target at 30 workers is 10 %; in level views every owner claims its
+    // task in the round it arrives, so nobody else should have raced it.
+    assert!(
+        rendezvous.lost_races * 10 <= rendezvous.claims,
+        "rendezvous lost {} of {} claims",
+        rendezvous.lost_races,
+        rendezvous.claims
+    );
+    // Random: every idle worker goes for the one task.
+    assert!(
+        random.lost_races >= (TRICKLE_WORKERS as u64 - 1) * TRICKLE_TASKS as u64 / 2,
+        "random lost only {} of {} claims",
+        random.lost_races,
+        random.claims
     );
 }

@@ -15,9 +15,12 @@
 //! |---|---|
 //! | `mod.rs` | [`Pick`]: `First`, `Random` |
 //! | `rendezvous.rs` | `Rendezvous`: each worker its own order, by rendezvous hashing over the idle live workers |
+//! | `deference.rs` | how long a rendezvous worker leaves a task to its owner before claiming it anyway |
 
+pub mod deference;
 pub mod rendezvous;
 
+pub use deference::{Decision, Deference};
 pub use rendezvous::{RENDEZVOUS_SCAN, Ranked};
 
 use rand::Rng;

@@ -78,10 +78,7 @@ pub fn choose<R: Rng + ?Sized>(
     }
     let start = rng.random_range(0..len);
     let mut best: Option<(usize, Uuid)> = None;
-    for step in 0..len.min(RENDEZVOUS_SCAN) {
-        let Some(task_id) = candidates.at((start + step) % len) else {
-            continue;
-        };
+    for task_id in candidates.window(start, RENDEZVOUS_SCAN) {
         let above = workers_ranked_above(task_id, me, idle);
         if above == 0 {
             return Some(Ranked {

@@ -215,7 +215,7 @@ impl QueueState {
             },
             _ => verdict::apply(&mut self.tasks, &mut self.open, self.config, offset, record),
         };
-        self.liveness.note(record, &event);
+        self.liveness.note(record, &event, self.config.max_lease_ms);
         self.counters.count(&event);
         Ok(event)
     }
@@ -253,7 +253,7 @@ impl QueueState {
     }
 
     /// The workers live at `now_ms` by the claims log: their last record is younger than the
-    /// lease it stated (see `liveness.rs`). O(workers ever seen).
+    /// lease it stated (see `liveness.rs`). O(workers seen in the last minute or so).
     pub fn live_workers(&self, now_ms: u64) -> Vec<Uuid> {
         self.liveness.live_at(now_ms).collect()
     }

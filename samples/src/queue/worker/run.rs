@@ -51,7 +51,7 @@ use super::observe::Observer;
 use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
-use crate::queue::pick::Pick;
+use crate::queue::pick::{Decision, Deference, Pick, Ranked};
 use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
 
@@ -355,8 +355,9 @@ impl Worker {
         let mut rng = StdRng::from_os_rng();
         let mut progress = self.view.subscribe();
         let mut append_failures = 0u32;
-        // When this idle spell began deferring to other workers (rendezvous only).
-        let mut deferring_since: Option<Instant> = None;
+        // Rendezvous only: how long a task another idle worker owns is left to it.
+        let mut deference = Deference::new(RENDEZVOUS_MAX_DEFERENCE_MS);
+        let started = Instant::now();
         loop {
             progress.borrow_and_update();
             if let Some(error) = self.view.failure() {
@@ -365,24 +366,27 @@ impl Worker {
             let now_ms = wall_clock_ms();
             let picked = self.view.pick(now_ms, self.config.pick, &mut rng);
             // Rendezvous: a task another idle worker ranks first is left to it, for a bounded
-            // time over the idle spell; then this worker claims the task it ranks best.
-            if let Some(candidate) = &picked
-                && !candidate.ranked_first
-            {
-                let deferred = deferring_since.get_or_insert_with(Instant::now).elapsed();
-                let max_deference = Duration::from_millis(RENDEZVOUS_MAX_DEFERENCE_MS);
-                if deferred < max_deference {
+            // time (`pick/deference.rs`); then this worker claims the task it ranks best.
+            if let Some(candidate) = &picked {
+                let monotonic_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let ranked = Ranked {
+                    task_id: candidate.task_id,
+                    ranked_first: candidate.ranked_first,
+                };
+                if let Decision::Wait { wait_ms } = deference.decide(&ranked, monotonic_ms) {
                     self.heartbeat_if_due().await;
                     tokio::select! {
                         _ = progress.changed() => {}
-                        () = tokio::time::sleep(max_deference.saturating_sub(deferred)) => {}
+                        () = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
                     }
                     continue;
                 }
             }
             let Some(candidate) = picked else {
                 // Nothing claimable: wait for either log to move, for the next known lease to
-                // lapse, or for the next heartbeat — never a busy loop.
+                // lapse, or for the next heartbeat — never a busy loop. Whoever this worker
+                // deferred to took the task, so the next deference starts afresh.
+                deference.nothing_claimable();
                 self.observer.idle();
                 self.heartbeat_if_due().await;
                 let wait_ms = self
@@ -397,7 +401,6 @@ impl Worker {
                 }
                 continue;
             };
-            deferring_since = None;
             match self.claim(candidate).await? {
                 Attempt::Appended { won: false } if self.config.pick == Pick::Rendezvous => {
                     append_failures = 0;

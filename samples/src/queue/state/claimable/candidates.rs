@@ -12,19 +12,22 @@ use uuid::Uuid;
 
 use super::free_tasks::FreeTasks;
 
+/// Leased open tasks by `(expires_at_ms, offset)`, as the index keeps them.
+type LapsedRange<'a> = btree_map::Range<'a, (u64, i64), Uuid>;
+
 /// The tasks claimable at one clock reading (see [`QueueState::candidates`](super::super::QueueState::candidates)).
 #[derive(Debug, Clone)]
 pub struct Candidates<'a> {
     free: &'a FreeTasks,
     /// Leased open tasks whose lease has lapsed, by `(expires_at_ms, offset)`.
-    lapsed: btree_map::Range<'a, (u64, i64), Uuid>,
+    lapsed: LapsedRange<'a>,
     /// How many `lapsed` yields, counted once.
     lapsed_count: usize,
 }
 
 impl<'a> Candidates<'a> {
     /// Counts the lapsed leases: O(lapsed leases).
-    pub(super) fn new(free: &'a FreeTasks, lapsed: btree_map::Range<'a, (u64, i64), Uuid>) -> Self {
+    pub(super) fn new(free: &'a FreeTasks, lapsed: LapsedRange<'a>) -> Self {
         let lapsed_count = lapsed.clone().count();
         Self {
             free,
@@ -66,6 +69,41 @@ impl<'a> Candidates<'a> {
                 .nth(lapsed_position)
                 .map(|(_, &task_id)| task_id),
         }
+    }
+
+    /// Up to `count` claimable tasks from `start` on, wrapping at [`len`](Self::len): the
+    /// members at positions `start, start + 1, …` modulo `len`, each at most once. Costs
+    /// O(`count`) lookups plus one walk into the lapsed leases, where calling
+    /// [`at`](Self::at) for each position would walk them once per position.
+    pub fn window(&self, start: usize, count: usize) -> impl Iterator<Item = Uuid> + '_ {
+        let len = self.len();
+        let count = count.min(len);
+        let free_len = self.free.len();
+        // Positions in the lapsed part come up consecutively, in at most two runs (the window
+        // may start inside the part and wrap back into it): one iterator per run, advanced
+        // once to the run's first position, serves it.
+        let mut lapsed: Option<(usize, LapsedRange<'a>)> = None;
+        (0..count).filter_map(move |step| {
+            let position = (start + step) % len;
+            match position.checked_sub(free_len) {
+                None => self.free.at(position),
+                Some(lapsed_position) => {
+                    if lapsed
+                        .as_ref()
+                        .is_none_or(|(next, _)| *next != lapsed_position)
+                    {
+                        let mut walk = self.lapsed.clone();
+                        if lapsed_position > 0 {
+                            walk.nth(lapsed_position - 1);
+                        }
+                        lapsed = Some((lapsed_position, walk));
+                    }
+                    let (next, walk) = lapsed.as_mut()?;
+                    *next += 1;
+                    walk.next().map(|(_, &task_id)| task_id)
+                }
+            }
+        })
     }
 
     /// Every claimable task, oldest first: the free tasks (already in offset order) merged with
