@@ -2,13 +2,13 @@
 //! and written with PRODUCE.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use booblik_client::{AckPolicy, Batch, Client, ClientError, Connection, ErrorCode, TopicName};
+use booblik_client::{
+    AckPolicy, Batch, Client, ClientError, Connection, ErrorCode, Redial, TopicName,
+};
 use booblik_protocol::{FetchRequest, LongPoll, RecordSetBuilder};
 use bytes::Bytes;
-use tokio::sync::Mutex;
 
 use super::{
     Ack, Appended, Bounds, EngineError, EngineKind, LogEngine, LogRecord, PartitionLog,
@@ -66,56 +66,48 @@ impl LogEngine for BooblikEngine {
         if !(0..count).contains(&partition) {
             return Err(EngineError::Unknown(name));
         }
-        let open = || async {
-            self.client
-                .open_connection()
+        // Dial both now, so an unreachable broker is reported by `open`, not by the first read.
+        let reads = self.client.redial();
+        let writes = self.client.redial();
+        for redial in [&reads, &writes] {
+            redial
+                .connection()
                 .await
-                .map_err(|error| engine_error(&name, &error))
-        };
-        let reads = Mutex::new(open().await?);
-        let writes = Mutex::new(open().await?);
+                .map_err(|error| engine_error(&name, &error))?;
+        }
         Ok(Arc::new(BooblikPartition {
-            client: self.client.clone(),
             topic: topic_name,
             name,
             reads,
             writes,
-            reconnects: AtomicU64::new(0),
         }))
     }
 }
 
-/// One booblik partition with two connections of its own, each reopened when it breaks.
+/// One booblik partition with two connections of its own, each reopened when it breaks by the
+/// client's [`Redial`] (which dials without holding a lock, so callers of a broken connection
+/// wait for one dial, not for each other's).
 ///
 /// Two, because a booblik session answers one request at a time, in order: a long poll parked
 /// at the end of the log would hold back an append sent behind it on the same socket — until
 /// the poll's deadline, although the append is what would wake it.
 #[derive(Debug)]
 struct BooblikPartition {
-    client: Client,
     topic: TopicName,
     name: PartitionName,
     /// FETCH (long polls).
-    reads: Mutex<Connection>,
+    reads: Redial,
     /// PRODUCE and METADATA.
-    writes: Mutex<Connection>,
-    reconnects: AtomicU64,
+    writes: Redial,
 }
 
 impl BooblikPartition {
-    /// `slot`'s connection, reopened if it was closed. The lock is held across the connect
-    /// only for this partition's own callers of that kind: they would wait for the same socket.
-    async fn connection(&self, slot: &Mutex<Connection>) -> Result<Connection, EngineError> {
-        let mut connection = slot.lock().await;
-        if connection.is_closed() {
-            *connection = self
-                .client
-                .open_connection()
-                .await
-                .map_err(|error| engine_error(&self.name, &error))?;
-            self.reconnects.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(connection.clone())
+    /// `redial`'s connection, reopened if it was closed.
+    async fn connection(&self, redial: &Redial) -> Result<Connection, EngineError> {
+        redial
+            .connection()
+            .await
+            .map_err(|error| engine_error(&self.name, &error))
     }
 }
 
@@ -235,7 +227,8 @@ impl PartitionLog for BooblikPartition {
     }
 
     fn reconnects(&self) -> u64 {
-        self.reconnects.load(Ordering::Relaxed)
+        // Each was opened once by `open`; every connection after that is a reconnect.
+        (self.reads.connections_opened() + self.writes.connections_opened()).saturating_sub(2)
     }
 }
 
