@@ -2,13 +2,14 @@
 //! flipped anywhere, a record length zeroed, an unclean MAPPED tail, sealed segments a crash left
 //! untrimmed — reopening either yields a prefix of the records written, each intact, or refuses
 //! with `Corrupt` and leaves every file of the partition byte for byte as it was. It never
-//! panics, never returns an altered record, and never cuts anything it then refuses.
+//! panics, never returns an altered record, and never cuts anything it then refuses. When it
+//! cut damage before a valid record in the last segment, the cut bytes are in a quarantine file.
 
 mod storage_support;
 
 use std::os::unix::fs::FileExt;
 
-use booblik_broker::storage::{StorageError, WriteMode};
+use booblik_broker::storage::{RecoveredEnd, StorageError, WriteMode};
 use booblik_protocol::{AckPolicy, RECORD_HEADER_BYTES};
 use proptest::prelude::*;
 use storage_support::{
@@ -170,6 +171,33 @@ fn check(shape: Shape, lens: &[usize], mangles: &[Mangle]) -> Result<(), TestCas
         Ok(storage) => {
             let partition = partition(&storage);
             prop_assert_eq!(partition.log_start_offset(), 0);
+            if let RecoveredEnd::Quarantined { quarantined_bytes } = partition.stats().recovered_end
+            {
+                // The quarantine holds the bytes cut from the last segment, from its new end on.
+                let (name, quarantine) = snapshot(dir.path())
+                    .into_iter()
+                    .find(|(name, _)| name.to_string_lossy().ends_with(".quarantine"))
+                    .expect("a quarantine file");
+                prop_assert_eq!(quarantine.len() as u64, quarantined_bytes);
+                // `<n>-<segment file name>-at-<byte>.quarantine`
+                let name_text = name.to_string_lossy();
+                let (segment_name, at) = name_text
+                    .strip_suffix(".quarantine")
+                    .and_then(|rest| rest.split_once('-'))
+                    .and_then(|(_, rest)| rest.rsplit_once("-at-"))
+                    .expect("a quarantine file name");
+                let end: usize = at.parse().unwrap();
+                let (_, original) = before
+                    .iter()
+                    .find(|(n, _)| n.to_string_lossy() == segment_name)
+                    .unwrap();
+                prop_assert_eq!(
+                    &original[end..end + quarantine.len()],
+                    &quarantine[..],
+                    "{:?} is not the cut tail",
+                    name
+                );
+            }
             // `read_all` asserts every CRC and that offsets are consecutive.
             let log = read_all(&partition);
             prop_assert!(log.len() <= written.len());

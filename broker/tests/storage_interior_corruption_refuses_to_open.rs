@@ -1,5 +1,9 @@
 //! Corruption with complete records after it is reported loudly — opening fails naming the file
-//! and the byte position — instead of being silently truncated away with committed records.
+//! and the byte position — instead of being silently truncated away with committed records:
+//! damage in a segment that is not the last (every byte of it was fsynced when it was sealed),
+//! and a missing segment. (Damage before a valid record in the *last* segment is what a power
+//! loss leaves with out-of-order write-back; it is cut and quarantined:
+//! `storage_damage_before_a_valid_record_in_the_last_segment_is_quarantined_then_cut.rs`.)
 
 mod storage_support;
 
@@ -27,37 +31,39 @@ async fn write_records(
 }
 
 #[tokio::test]
-async fn a_flipped_byte_in_a_middle_record_refuses_to_open_and_names_file_and_position() {
+async fn a_flipped_byte_in_a_middle_record_of_a_sealed_segment_refuses_to_open_and_names_file_and_position()
+ {
     for mode in MODES {
         let dir = tempfile::tempdir().unwrap();
-        write_records(dir.path(), mode, 10, 1 << 20).await;
+        // 5 records per 600-byte segment; 12 records → 3 segments.
+        write_records(dir.path(), mode, 12, 600).await;
         let segment = segment_files(dir.path())[0].clone();
-        // Record 4 starts at 4 × 108; flip a payload byte.
+        // Record 2 starts at 2 × 108; flip a payload byte.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&segment)
             .unwrap();
         let mut byte = [0u8; 1];
-        file.read_exact_at(&mut byte, 4 * 108 + 50).unwrap();
-        file.write_all_at(&[byte[0] ^ 0x01], 4 * 108 + 50).unwrap();
+        file.read_exact_at(&mut byte, 2 * 108 + 50).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x01], 2 * 108 + 50).unwrap();
         drop(file);
 
-        let length_before = std::fs::metadata(&segment).unwrap().len();
-        match open(&config(dir.path(), mode, 1 << 20)) {
+        let before = storage_support::snapshot(dir.path());
+        match open(&config(dir.path(), mode, 600)) {
             Err(StorageError::Corrupt {
                 path,
                 position,
                 reason,
             }) => {
                 assert_eq!(path, segment, "{mode:?}");
-                assert_eq!(position, 4 * 108, "{mode:?}");
+                assert_eq!(position, 2 * 108, "{mode:?}");
                 assert!(reason.contains("CRC"), "{reason}");
             }
             other => panic!("{mode:?}: expected Corrupt, got {other:?}"),
         }
         // Nothing was cut.
-        assert_eq!(std::fs::metadata(&segment).unwrap().len(), length_before);
+        assert_eq!(storage_support::snapshot(dir.path()), before);
     }
 }
 

@@ -27,11 +27,13 @@
 //! * each segment's valid prefix is its records from byte 0 while they are whole and their CRC
 //!   matches; after it comes a clean end (end of file), a zero length (followed by zeros only,
 //!   or by anything else), a torn write (a cut header, a record running past the end, or a CRC
-//!   mismatch with no valid record right after it), or corruption (a negative length, or a CRC
-//!   mismatch followed by a valid record);
-//! * the log opens iff no segment is corrupt, only the last may be torn or have anything but
-//!   zeros after a zero length, and each segment starts where the previous one ends; then it
-//!   holds exactly the valid prefixes, in order, starting at the first segment's base offset.
+//!   mismatch with no valid record right after it), damage before a valid record (a CRC
+//!   mismatch followed by a valid record), or corruption (a negative length);
+//! * the log opens iff no segment is corrupt, only the last may be torn, have damage before a
+//!   valid record (a power loss with out-of-order write-back: cut, the tail quarantined) or
+//!   anything but zeros after a zero length, and each segment starts where the previous one
+//!   ends; then it holds exactly the valid prefixes, in order, starting at the first segment's
+//!   base offset.
 //!
 //! Beyond "no panic", the target asserts the outcome matches the model (an unexpected
 //! `Corrupt` is a false alarm that would keep a healthy broker down; an unexpected success
@@ -78,6 +80,9 @@ enum Stop {
     ZeroLength { only_zeros: bool },
     /// A torn last write: cut off on recovery if the segment is the last.
     Torn,
+    /// A CRC mismatch followed by a valid record: in the last segment, cut off on recovery (the
+    /// tail kept in a quarantine file); anywhere else, corruption.
+    DamagedBeforeValid,
     /// Damage recovery must refuse.
     Corrupt,
 }
@@ -114,7 +119,7 @@ fn model_segment(bytes: &[u8]) -> (Vec<&[u8]>, Stop) {
         let payload = &rest[RECORD_HEADER_BYTES..end];
         if crc32c(payload) != u32::from_be_bytes(rest[4..8].try_into().unwrap()) {
             let stop = if valid_record_at(&rest[end..]) {
-                Stop::Corrupt
+                Stop::DamagedBeforeValid
             } else {
                 Stop::Torn
             };
@@ -195,8 +200,12 @@ fn model_log(segments: &[SegmentFile]) -> Option<(i64, Vec<Vec<u8>>)> {
         let (prefix, stop) = model_segment(&segment.bytes);
         match stop {
             Stop::Clean | Stop::ZeroLength { only_zeros: true } => {}
-            Stop::Torn | Stop::ZeroLength { only_zeros: false } if is_last => {}
-            Stop::Torn | Stop::ZeroLength { only_zeros: false } | Stop::Corrupt => return None,
+            Stop::Torn | Stop::DamagedBeforeValid | Stop::ZeroLength { only_zeros: false }
+                if is_last => {}
+            Stop::Torn
+            | Stop::DamagedBeforeValid
+            | Stop::ZeroLength { only_zeros: false }
+            | Stop::Corrupt => return None,
         }
         expected_base = Some(segment.base_offset + prefix.len() as i64);
         records.extend(prefix.into_iter().map(<[u8]>::to_vec));

@@ -230,7 +230,9 @@ impl ActiveSegment {
             let mapping = self.mapping.as_mut().expect("checked above");
             debug_assert!(position as usize <= mapping.len());
             for (payload, entry) in payloads.iter().zip(&entries) {
-                mapping.write_record(entry.position as usize, payload);
+                mapping
+                    .write_record(&*self.io, entry.position as usize, payload)
+                    .context(|| format!("writing {}", self.segment.path().display()))?;
             }
         } else {
             self.scratch.clear();

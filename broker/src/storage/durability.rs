@@ -38,6 +38,11 @@ impl Durability {
         &self.io
     }
 
+    /// The partition's counters.
+    pub(crate) fn metrics(&self) -> &PartitionMetrics {
+        &self.metrics
+    }
+
     /// `fdatasync` of a segment file.
     pub(crate) fn sync_data(&self, file: &File, path: &Path) -> Result<(), StorageError> {
         self.metrics.fsynced();

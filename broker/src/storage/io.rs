@@ -8,10 +8,13 @@
 //! *durability* matters — creating, writing, sizing, syncing, renaming and removing — and not
 //! reads: a read sees the current image, which is the real file in every implementation.
 //!
-//! MAPPED mode stores records with plain memory copies into a shared mapping, which no seam can
-//! see; what it can see is the flush ([`StorageIo::flush_mapped`]) and the `fdatasync` after it.
-//! Stores into a shared mapping are in the page cache, so a simulation that reads the file at
-//! `fdatasync` time sees the mapped bytes (and `msync` alone is not a barrier, SPEC §3).
+//! MAPPED mode stores records with memory copies into a shared mapping; each of the three
+//! stores of a record (payload, CRC, length: `mapping.rs`) is one [`StorageIo::store_mapped`],
+//! a plain `copy_from_slice` in production, so a simulation can stop a process between two
+//! stores of one record. Durability goes through the flush ([`StorageIo::flush_mapped`]) and
+//! the `fdatasync` after it. Stores into a shared mapping are in the page cache, so a simulation
+//! that reads the file at `fdatasync` time sees the mapped bytes (and `msync` alone is not a
+//! barrier, SPEC §3).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -38,6 +41,11 @@ pub trait StorageIo: std::fmt::Debug + Send + Sync + 'static {
     /// `fallocate(file, 0, from, to - from)`: allocates the blocks of `[from, to)` inside the
     /// file, whose size stays.
     fn allocate(&self, file: &File, from: u64, to: u64) -> std::io::Result<()>;
+    /// One store into a segment's shared mapping: copies `bytes` into `to` (of the same
+    /// length). Not a system call — a `memcpy` into the page cache; it goes through the seam
+    /// only so that a simulation can count the stores of a MAPPED record and stop a process
+    /// between two of them (`test_io`). An `Err` means the store did not happen.
+    fn store_mapped(&self, to: &mut [u8], bytes: &[u8]) -> std::io::Result<()>;
     /// `msync` of a range of a segment's mapping (the real file system: `MS_ASYNC`, see
     /// [`MappedRange::flush_async`]). Not a durability barrier: the `fdatasync` after it is.
     fn flush_mapped(&self, range: MappedRange<'_>) -> std::io::Result<()>;
@@ -127,6 +135,12 @@ impl StorageIo for RealIo {
                 result => return result.map_err(Into::into),
             }
         }
+    }
+
+    #[inline]
+    fn store_mapped(&self, to: &mut [u8], bytes: &[u8]) -> std::io::Result<()> {
+        to.copy_from_slice(bytes);
+        Ok(())
     }
 
     fn flush_mapped(&self, range: MappedRange<'_>) -> std::io::Result<()> {

@@ -22,7 +22,7 @@ use std::sync::atomic::{Ordering, compiler_fence};
 use booblik_protocol::{RECORD_HEADER_BYTES, crc32c};
 use memmap2::{MmapMut, MmapOptions};
 
-use super::io::MappedRange;
+use super::io::{MappedRange, StorageIo};
 
 /// A writable shared mapping of a whole segment file.
 #[derive(Debug)]
@@ -51,19 +51,29 @@ impl SegmentMapping {
         self.map.len()
     }
 
-    /// Writes one record at `position`: payload, CRC, and the length last. The caller has
-    /// checked that `position + 8 + payload.len()` fits the mapping.
-    pub(crate) fn write_record(&mut self, position: usize, payload: &[u8]) {
+    /// Writes one record at `position`: payload, CRC, and the length last, each one store
+    /// through `io` ([`StorageIo::store_mapped`]). The caller has checked that
+    /// `position + 8 + payload.len()` fits the mapping. An error means the stores from the
+    /// failing one on did not happen (only a simulated crash fails a store).
+    pub(crate) fn write_record(
+        &mut self,
+        io: &dyn StorageIo,
+        position: usize,
+        payload: &[u8],
+    ) -> std::io::Result<()> {
         let body = position + RECORD_HEADER_BYTES;
-        self.map[body..body + payload.len()].copy_from_slice(payload);
-        self.map[position + 4..body].copy_from_slice(&crc32c(payload).to_be_bytes());
+        io.store_mapped(&mut self.map[body..body + payload.len()], payload)?;
+        io.store_mapped(
+            &mut self.map[position + 4..body],
+            &crc32c(payload).to_be_bytes(),
+        )?;
         // Keep the compiler from sinking the payload/CRC stores below the length store: a
         // process killed between them must leave a zero length. (Hardware order does not matter
         // for a process crash; the stores all land in the same page cache pages. Power loss is
         // covered only by fsync.)
         compiler_fence(Ordering::SeqCst);
         let len = payload.len() as i32;
-        self.map[position..position + 4].copy_from_slice(&len.to_be_bytes());
+        io.store_mapped(&mut self.map[position..position + 4], &len.to_be_bytes())
     }
 
     /// `len` bytes from `position`, for an `msync` through the storage's I/O
@@ -83,7 +93,9 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         file.set_len(64).unwrap();
         let mut mapping = SegmentMapping::map(&file, 64).unwrap();
-        mapping.write_record(0, b"hello");
+        mapping
+            .write_record(&super::super::io::RealIo, 0, b"hello")
+            .unwrap();
         let mut buf = [0u8; 13];
         file.read_exact_at(&mut buf, 0).unwrap();
         let mut expected = Vec::new();

@@ -1,6 +1,7 @@
 //! What the storage counts: exported through the `metrics` crate (labels `topic`, `partition`)
 //! and kept in plain atomics for [`Partition::stats`](super::Partition::stats), which tests read.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use metrics::{Counter, Histogram};
@@ -13,6 +14,39 @@ pub const FSYNC_GROUP_SIZE: &str = "booblik_storage_fsync_group_size";
 pub const APPENDED_RECORDS_TOTAL: &str = "booblik_storage_appended_records_total";
 /// Counter: batches refused because the disk (or a quota) was full.
 pub const NO_SPACE_REFUSALS_TOTAL: &str = "booblik_storage_no_space_refusals_total";
+
+/// Counter: damaged tails recovery moved aside into a quarantine file (`docs/storage.md`
+/// § Recovery).
+pub const RECOVERY_QUARANTINES_TOTAL: &str = "booblik_storage_recovery_quarantines_total";
+
+/// How recovery found the end of a partition's last segment when the partition was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveredEnd {
+    /// Nothing to recover: the partition directory held no segment.
+    #[default]
+    New,
+    /// The file ended right after its last whole record.
+    Clean,
+    /// A zero length followed the last whole record: unwritten space, or a MAPPED record whose
+    /// length was not yet stored (or a damaged length); cut.
+    ZeroLength {
+        /// Whether anything but zeros followed the zero length (within the bytes looked at).
+        nonzero_after: bool,
+    },
+    /// A torn write followed the last whole record (a cut header, a record running past the
+    /// end of the file or declaring more than the largest record, a CRC mismatch with no valid
+    /// record right after it): cut.
+    Torn {
+        /// Bytes cut.
+        discarded_bytes: u64,
+    },
+    /// A damaged record followed by a valid one (unsynced pages written back out of order):
+    /// the tail from the damaged record on was moved to a quarantine file, then cut.
+    Quarantined {
+        /// Bytes moved aside (the cut tail up to its last non-zero byte).
+        quarantined_bytes: u64,
+    },
+}
 
 /// Registers descriptions of the storage metrics with the installed recorder.
 pub fn describe_metrics() {
@@ -28,6 +62,10 @@ pub fn describe_metrics() {
     metrics::describe_counter!(
         NO_SPACE_REFUSALS_TOTAL,
         "batches refused whole because the disk or a quota was full"
+    );
+    metrics::describe_counter!(
+        RECOVERY_QUARANTINES_TOTAL,
+        "damaged log tails recovery moved aside into a quarantine file"
     );
 }
 
@@ -57,6 +95,8 @@ pub struct PartitionStats {
     pub high_watermark: i64,
     /// True once an fsync or write failed.
     pub poisoned: bool,
+    /// How recovery found the end of the log when the partition was opened.
+    pub recovered_end: RecoveredEnd,
 }
 
 /// The metric handles and plain counters of one partition.
@@ -66,10 +106,12 @@ pub(crate) struct PartitionMetrics {
     group_size_metric: Histogram,
     appended_metric: Counter,
     no_space_metric: Counter,
+    quarantines_metric: Counter,
     fsyncs: AtomicU64,
     forced_groups: AtomicU64,
     appended_records: AtomicU64,
     no_space_refusals: AtomicU64,
+    recovered_end: Mutex<RecoveredEnd>,
 }
 
 impl PartitionMetrics {
@@ -83,10 +125,12 @@ impl PartitionMetrics {
             group_size_metric: metrics::histogram!(FSYNC_GROUP_SIZE, &labels),
             appended_metric: metrics::counter!(APPENDED_RECORDS_TOTAL, &labels),
             no_space_metric: metrics::counter!(NO_SPACE_REFUSALS_TOTAL, &labels),
+            quarantines_metric: metrics::counter!(RECOVERY_QUARANTINES_TOTAL, &labels),
             fsyncs: AtomicU64::new(0),
             forced_groups: AtomicU64::new(0),
             appended_records: AtomicU64::new(0),
             no_space_refusals: AtomicU64::new(0),
+            recovered_end: Mutex::new(RecoveredEnd::New),
         }
     }
 
@@ -109,6 +153,23 @@ impl PartitionMetrics {
     pub(crate) fn refused_for_space(&self) {
         self.no_space_metric.increment(1);
         self.no_space_refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn recovered(&self, end: RecoveredEnd) {
+        if matches!(end, RecoveredEnd::Quarantined { .. }) {
+            self.quarantines_metric.increment(1);
+        }
+        *self
+            .recovered_end
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = end;
+    }
+
+    pub(crate) fn recovered_end(&self) -> RecoveredEnd {
+        *self
+            .recovered_end
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn fsyncs(&self) -> u64 {

@@ -72,7 +72,7 @@ pub use log::Appended;
 pub use log_view::FetchPosition;
 pub use metrics::{
     APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL,
-    PartitionStats, describe_metrics,
+    PartitionStats, RECOVERY_QUARANTINES_TOTAL, RecoveredEnd, describe_metrics,
 };
 pub use partition::{AppendAnswer, Partition, Written};
 pub use read_slice::{CACHE_PROBE_STRIDE_BYTES, ReadSlice};

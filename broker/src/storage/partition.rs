@@ -297,6 +297,7 @@ impl Partition {
             log_start_offset: self.view.log_start_offset(),
             high_watermark: self.view.high_watermark(),
             poisoned: self.poison.is_poisoned(),
+            recovered_end: self.metrics.recovered_end(),
         }
     }
 

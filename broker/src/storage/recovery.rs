@@ -15,10 +15,15 @@
 //!    * the last record **runs past the end** of the file (or its header is cut): a torn write;
 //!    * a whole record whose **CRC does not match**, with no valid record right after it: a torn
 //!      write (after a power loss, un-synced pages may persist in any order);
-//!    * a whole record whose CRC does not match **followed by a valid record**, or a **negative
-//!      length** (no writer ever produces one): corruption of committed data.
-//! 3. Only the *last* segment may end in a torn write: a segment is fsynced before the next one
-//!    is created, so damage anywhere else is corruption. A *sealed* (not last) segment may end
+//!    * a whole record whose CRC does not match **followed by a valid record**: damage before a
+//!      valid record — in the last segment, what a power loss leaves when un-synced pages were
+//!      written back out of order (rule 3); anywhere else, corruption of committed data;
+//!    * a **negative length** (no writer ever produces one, and no tear of a length field makes
+//!      one): corruption of committed data.
+//! 3. Only the *last* segment may end in a torn write or in damage before a valid record: a
+//!    segment is fsynced before the next one is created, and every byte of the last segment
+//!    before its last successful fsync is durable, so whatever a power loss damages lies after
+//!    that point, in the last segment; damage anywhere else is corruption. A *sealed* (not last) segment may end
 //!    in a zero length only if nothing but zeros follows it (a MAPPED segment whose trim at the
 //!    roll was not yet durable) and the next segment starts right after its records; otherwise
 //!    the zero is a damaged length hiding acknowledged records, and that is corruption.
@@ -27,13 +32,19 @@
 //!    `*.deleted` files too), so an operator can restore or inspect it.
 //! 5. Once the partition is accepted, the last segment's torn tail (or zero-length tail) is cut
 //!    off (truncated) and the truncation fsynced, so the next append reuses the offset of the
-//!    discarded record. In MAPPED mode the writer then re-extends the file with zeros. A sealed
+//!    discarded record. A tail with damage before a valid record is first copied, from the
+//!    damaged record to its last non-zero byte, into a **quarantine file** next to the segment
+//!    (`<n>-<segment file name>-at-<byte>.quarantine`, `n` six digits counting up per partition), which is
+//!    fsynced with its directory before the cut: the records after the damage were never covered
+//!    by an fsync (no FORCED answer counts on them) but may have been answered WRITTEN, so they
+//!    are kept for an operator rather than deleted. At most [`MAX_QUARANTINE_FILES`] are kept per
+//!    partition; the oldest beyond that are removed, with a warning. In MAPPED mode the writer then re-extends the file with zeros. A sealed
 //!    segment's tail of zeros is trimmed the same way; it holds no data.
 //! 6. Offsets must fit an `int64`, and so must the offset after the last record (the high
 //!    watermark): a segment whose name is twenty digits above `i64::MAX`, or whose base offset
 //!    plus record count passes `i64::MAX`, is refused as corruption ("offsets overflow").
 //!    No writer produces either; a hand-made or damaged file name does.
-//! 7. Corruption is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
+//! 7. Corruption (damage before the last segment, a negative length, a gap) is never repaired: opening fails with [`StorageError::Corrupt`] naming the file
 //!    and byte position, because cutting there would silently delete acknowledged records.
 //!
 //! A corrupted *length* field hides where the next record starts, so in the last segment it
@@ -54,6 +65,7 @@ use super::config::MAX_SEGMENT_BYTES;
 use super::durability::Durability;
 use super::error::{IoContext, StorageError};
 use super::index::SparseIndex;
+use super::metrics::RecoveredEnd;
 use super::segment::{
     DELETED_SUFFIX, SEGMENT_SUFFIX, SegmentEnd, SegmentFileName, offset_after,
     parse_segment_file_name,
@@ -71,6 +83,11 @@ const MAX_RECOVERY_RECORD_BYTES: usize = MAX_RECORD_PAYLOAD_BYTES + RECORD_HEADE
 /// a torn or damaged record, only to choose the log level of the cut. Bounded so an unclean stop
 /// does not read a whole pre-sized MAPPED segment of zeros.
 const TAIL_PEEK_BYTES: u64 = 64 * 1024;
+/// Quarantine files recovery keeps per partition (`docs/storage.md` § Recovery): each is at
+/// most a segment, and one is made only by a power loss that left damage before a valid record.
+pub(crate) const MAX_QUARANTINE_FILES: usize = 8;
+/// How a quarantine file's name ends.
+pub(crate) const QUARANTINE_SUFFIX: &str = ".quarantine";
 /// How the reason of a [`StorageError::Corrupt`] starts when offsets cannot be represented.
 const OFFSETS_OVERFLOW: &str = "offsets overflow";
 
@@ -93,6 +110,12 @@ pub(crate) enum ScanStop {
     ZeroLength,
     /// A torn write follows the last whole record.
     Torn {
+        /// What was found.
+        reason: String,
+    },
+    /// A whole record fails its CRC and a valid record follows it: the last segment after a
+    /// power loss with out-of-order write-back (quarantined), or corruption anywhere else.
+    DamagedBeforeValid {
         /// What was found.
         reason: String,
     },
@@ -123,6 +146,9 @@ enum Repair {
     CutTornTail { reason: String },
     /// Zeros only behind the records: the unwritten space of a MAPPED segment.
     ClearZeroTail,
+    /// The last segment, damage before a valid record: copy the tail to a quarantine file,
+    /// then cut it, loudly.
+    Quarantine { reason: String },
 }
 
 /// One segment, validated but not yet changed.
@@ -133,6 +159,10 @@ struct ExaminedSegment {
     /// The scan stopped at a zero length (rather than the end of the file).
     zero_length: bool,
     repair: Repair,
+    /// How the segment ends, as [`PartitionStats::recovered_end`] reports it for the last one.
+    ///
+    /// [`PartitionStats::recovered_end`]: super::PartitionStats::recovered_end
+    recovered_end: RecoveredEnd,
 }
 
 /// Recovers every segment of the partition in `dir`, oldest first. An empty result means an
@@ -156,10 +186,23 @@ pub(crate) fn recover_partition(
     }
     // Accepted: only now is anything changed on disk.
     remove_leftovers(dir, &listing.leftovers, durability)?;
-    examined
+    let mut recovered_end = RecoveredEnd::New;
+    let mut quarantines = listing.quarantines;
+    let recovered = examined
         .into_iter()
-        .map(|segment| repair(segment, durability))
-        .collect()
+        .map(|segment| {
+            recovered_end = segment.recovered_end;
+            repair(
+                segment,
+                dir,
+                &mut quarantines,
+                &mut recovered_end,
+                durability,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    durability.metrics().recovered(recovered_end);
+    Ok(recovered)
 }
 
 /// `Corrupt` unless `next` starts exactly where `previous` ends.
@@ -212,12 +255,15 @@ struct Listing {
     segments: Vec<(i64, PathBuf)>,
     /// `*.deleted` files retention left behind; removed once the partition is accepted.
     leftovers: Vec<PathBuf>,
+    /// Quarantine files of earlier recoveries, oldest (lowest number) first.
+    quarantines: Vec<(u64, PathBuf)>,
 }
 
 /// The segment files in `dir`, sorted by base offset, and the leftover `*.deleted` files.
 fn list_segments(dir: &Path) -> Result<Listing, StorageError> {
     let mut segments = Vec::new();
     let mut leftovers = Vec::new();
+    let mut quarantines = Vec::new();
     let entries = std::fs::read_dir(dir).context(|| format!("listing {}", dir.display()))?;
     for entry in entries {
         let entry = entry.context(|| format!("listing {}", dir.display()))?;
@@ -228,6 +274,8 @@ fn list_segments(dir: &Path) -> Result<Listing, StorageError> {
         let path = entry.path();
         if name.ends_with(DELETED_SUFFIX) {
             leftovers.push(path);
+        } else if let Some(n) = quarantine_number(name) {
+            quarantines.push((n, path));
         } else {
             match parse_segment_file_name(name) {
                 SegmentFileName::Segment(base_offset) => segments.push((base_offset, path)),
@@ -249,10 +297,18 @@ fn list_segments(dir: &Path) -> Result<Listing, StorageError> {
         }
     }
     segments.sort_unstable_by_key(|(base, _)| *base);
+    quarantines.sort_unstable();
     Ok(Listing {
         segments,
         leftovers,
+        quarantines,
     })
+}
+
+/// The number `n` of a quarantine file's name (`<n>-…​.quarantine`), `None` for other names.
+fn quarantine_number(name: &str) -> Option<u64> {
+    let rest = name.strip_suffix(QUARANTINE_SUFFIX)?;
+    rest.split_once('-')?.0.parse().ok()
 }
 
 /// Removes the segments retention retired before the last stop, then fsyncs `dir`.
@@ -313,6 +369,7 @@ fn examine_segment(
     }
     let end = u64::from(outcome.end.position);
     let zero_length = outcome.stop == ScanStop::ZeroLength;
+    let discarded_bytes = file_len - end;
     let repair = match outcome.stop {
         ScanStop::Clean => Repair::Keep,
         ScanStop::ZeroLength if is_last => {
@@ -350,7 +407,8 @@ fn examine_segment(
             }
         }
         ScanStop::Torn { reason } if is_last => Repair::CutTornTail { reason },
-        ScanStop::Torn { reason } => {
+        ScanStop::DamagedBeforeValid { reason } if is_last => Repair::Quarantine { reason },
+        ScanStop::Torn { reason } | ScanStop::DamagedBeforeValid { reason } => {
             return Err(StorageError::Corrupt {
                 path,
                 position: end,
@@ -375,13 +433,31 @@ fn examine_segment(
         },
         file_len,
         zero_length,
+        recovered_end: match &repair {
+            Repair::Keep => RecoveredEnd::Clean,
+            Repair::ClearZeroTail => RecoveredEnd::ZeroLength {
+                nonzero_after: false,
+            },
+            Repair::CutTornTail { .. } if zero_length => RecoveredEnd::ZeroLength {
+                nonzero_after: true,
+            },
+            Repair::CutTornTail { .. } => RecoveredEnd::Torn { discarded_bytes },
+            // The count is known once the tail is copied (`repair`).
+            Repair::Quarantine { .. } => RecoveredEnd::Quarantined {
+                quarantined_bytes: 0,
+            },
+        },
         repair,
     })
 }
 
-/// Applies the repair recovery decided on for one segment of an accepted partition.
+/// Applies the repair recovery decided on for one segment of an accepted partition in `dir`
+/// (`quarantines`: the partition's quarantine files, oldest first, kept up to date).
 fn repair(
     examined: ExaminedSegment,
+    dir: &Path,
+    quarantines: &mut Vec<(u64, PathBuf)>,
+    recovered_end: &mut RecoveredEnd,
     durability: &Durability,
 ) -> Result<RecoveredSegment, StorageError> {
     let ExaminedSegment {
@@ -414,8 +490,113 @@ fn repair(
                 "discarded a torn write at the end of the log"
             );
         }
+        Repair::Quarantine { reason } => {
+            let (quarantine, bytes) =
+                quarantine_tail(&segment, dir, file_len, quarantines, durability)?;
+            *recovered_end = RecoveredEnd::Quarantined {
+                quarantined_bytes: bytes,
+            };
+            cut_tail(&segment.file, &segment.path, end, durability)?;
+            warn!(
+                path = %segment.path.display(),
+                position = end,
+                discarded_bytes = file_len - end,
+                quarantined_bytes = bytes,
+                quarantine = %quarantine.display(),
+                %reason,
+                "damage before a valid record at the end of the log (a power loss with \
+                 out-of-order write-back): cut there; the tail is kept in the quarantine file"
+            );
+            prune_quarantines(dir, quarantines, durability)?;
+        }
     }
     Ok(segment)
+}
+
+/// Copies the tail of `segment` from its end (the damaged record) to its last non-zero byte
+/// into a new quarantine file in `dir`, fsyncs it and the directory. Returns the file and the
+/// bytes copied.
+fn quarantine_tail(
+    segment: &RecoveredSegment,
+    dir: &Path,
+    file_len: u64,
+    quarantines: &mut Vec<(u64, PathBuf)>,
+    durability: &Durability,
+) -> Result<(PathBuf, u64), StorageError> {
+    let from = u64::from(segment.end.position);
+    let reading = || format!("reading segment {}", segment.path.display());
+    let to = last_nonzero_byte(&segment.file, from, file_len)
+        .context(reading)?
+        .map_or(from, |at| at + 1);
+    let number = quarantines.last().map_or(1, |(n, _)| n + 1);
+    let segment_name = segment
+        .path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = dir.join(format!(
+        "{number:06}-{segment_name}-at-{from}{QUARANTINE_SUFFIX}"
+    ));
+    let io = durability.io();
+    let writing = || format!("writing quarantine file {}", path.display());
+    let file = io.create_new(&path).context(writing)?;
+    let mut buf = vec![0u8; (to - from).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+    let mut position = from;
+    while position < to {
+        let chunk = &mut buf[..(to - position).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+        segment
+            .file
+            .read_exact_at(chunk, position)
+            .context(reading)?;
+        io.write_all_at(&file, chunk, position - from)
+            .context(writing)?;
+        position += chunk.len() as u64;
+    }
+    durability.sync_all(&file, &path)?;
+    durability.sync_dir(dir)?;
+    quarantines.push((number, path.clone()));
+    Ok((path, to - from))
+}
+
+/// Removes the oldest quarantine files beyond [`MAX_QUARANTINE_FILES`], then fsyncs `dir`.
+fn prune_quarantines(
+    dir: &Path,
+    quarantines: &mut Vec<(u64, PathBuf)>,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    if quarantines.len() <= MAX_QUARANTINE_FILES {
+        return Ok(());
+    }
+    let excess = quarantines.len() - MAX_QUARANTINE_FILES;
+    for (_, path) in quarantines.drain(..excess) {
+        durability
+            .io()
+            .remove_file(&path)
+            .context(|| format!("removing quarantine file {}", path.display()))?;
+        warn!(
+            path = %path.display(),
+            kept = MAX_QUARANTINE_FILES,
+            "removed the oldest quarantine file: at most this many are kept per partition"
+        );
+    }
+    durability.sync_dir(dir)
+}
+
+/// Position of the last byte in `from..to` of `file` that is not zero. Reads one bounded chunk
+/// at a time.
+fn last_nonzero_byte(file: &File, from: u64, to: u64) -> std::io::Result<Option<u64>> {
+    let mut buf = vec![0u8; (to.saturating_sub(from)).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+    let mut position = from;
+    let mut last = None;
+    while position < to {
+        let chunk = &mut buf[..(to - position).min(RECOVERY_CHUNK_BYTES as u64) as usize];
+        file.read_exact_at(chunk, position)?;
+        if let Some(at) = chunk.iter().rposition(|&b| b != 0) {
+            last = Some(position + at as u64);
+        }
+        position += chunk.len() as u64;
+    }
+    Ok(last)
 }
 
 /// Position of the first byte in `from..to` of `file` that is not zero. Reads one bounded
@@ -559,8 +740,7 @@ pub(crate) fn scan_segment(
 /// committed data was damaged; otherwise it is the torn last write.
 fn after_crc_mismatch(file: &File, file_len: u64, at: u64, next: u64) -> std::io::Result<ScanStop> {
     Ok(if valid_record_at(file, file_len, next)? {
-        ScanStop::Corrupt {
-            position: at,
+        ScanStop::DamagedBeforeValid {
             reason: format!(
                 "CRC mismatch in the record at byte {at}, and a valid record follows at byte {next}"
             ),
@@ -668,15 +848,81 @@ mod tests {
         assert!(matches!(scan(&bytes).stop, ScanStop::Torn { .. }));
         let mut bytes = records(&[b"a", b"bb", b"ccc"]);
         bytes[9 + 8] ^= 0xff;
+        let outcome = scan(&bytes);
+        assert_eq!(outcome.end.position, 9);
         assert_eq!(
-            scan(&bytes).stop,
-            ScanStop::Corrupt {
-                position: 9,
+            outcome.stop,
+            ScanStop::DamagedBeforeValid {
                 reason:
                     "CRC mismatch in the record at byte 9, and a valid record follows at byte 19"
                         .into()
             }
         );
+    }
+
+    #[test]
+    fn damage_before_a_valid_record_in_the_last_segment_is_quarantined_then_cut() {
+        let mut last = records(&[b"a", b"bb", b"ccc"]);
+        last[9 + 8] ^= 0xff;
+        let mut tail = last[9..].to_vec();
+        // A pre-sized MAPPED file: zeros after the records are not copied.
+        last.extend_from_slice(&[0; 100]);
+        let dir = partition_dir(&[(0, &last)]);
+        let durability = durability();
+        let recovered = recover_partition(dir.path(), 4096, &durability).unwrap();
+        assert_eq!(recovered[0].end.record_count, 1);
+        assert_eq!(std::fs::metadata(&recovered[0].path).unwrap().len(), 9);
+        let quarantine = dir
+            .path()
+            .join(format!("{:06}-{:020}.log-at-9.quarantine", 1, 0));
+        assert_eq!(std::fs::read(&quarantine).unwrap(), tail);
+        assert_eq!(
+            durability.metrics().recovered_end(),
+            RecoveredEnd::Quarantined {
+                quarantined_bytes: tail.len() as u64
+            }
+        );
+        // The quarantine file is not a segment: the partition reopens as it is, and the next
+        // quarantine gets the next number; beyond the limit the oldest go.
+        for n in 2..=MAX_QUARANTINE_FILES as u64 + 2 {
+            let mut bytes = std::fs::read(&recovered[0].path).unwrap();
+            let damaged = bytes.len();
+            bytes.extend(records(&[b"xx", b"y"]));
+            bytes[damaged + 8] ^= 0xff;
+            std::fs::write(&recovered[0].path, &bytes).unwrap();
+            recover_partition(dir.path(), 4096, &durability).unwrap();
+            tail = bytes[damaged..].to_vec();
+            let newest = dir
+                .path()
+                .join(format!("{n:06}-{:020}.log-at-{damaged}.quarantine", 0));
+            assert_eq!(std::fs::read(&newest).unwrap(), tail);
+        }
+        let kept: Vec<u64> = files(dir.path())
+            .iter()
+            .filter_map(|(path, _)| quarantine_number(path.file_name()?.to_str()?))
+            .collect();
+        assert_eq!(
+            kept,
+            (3..=MAX_QUARANTINE_FILES as u64 + 2).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn damage_before_a_valid_record_in_a_sealed_segment_is_corrupt_and_nothing_changes() {
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        first[9 + 8] ^= 0xff;
+        let dir = partition_dir(&[(0, &first), (3, &records(&[b"d"]))]);
+        let before = files(dir.path());
+        match recover(dir.path()) {
+            Err(StorageError::Corrupt {
+                position, reason, ..
+            }) => {
+                assert_eq!(position, 9);
+                assert!(reason.contains("not the last"), "{reason}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert_eq!(files(dir.path()), before);
     }
 
     #[test]

@@ -32,6 +32,11 @@
 //! 3. The storage reopens over that image, through the same `SimIo`, which starts again from
 //!    "everything on disk is durable".
 //!
+//! A *process* crash is the same cut without the power loss: [`SimIo::crash_after_stores`]
+//! stops the process at the n-th store into a mapping (each MAPPED record is three stores:
+//! payload, CRC, length), or [`SimIo::crash_after`] at a call; then [`SimIo::process_crash`]
+//! keeps every file's current image, as the page cache does when only the process dies.
+//!
 //! Not modelled: directories themselves (they are assumed to survive once created), files the
 //! storage never created or opened through the seam (the data directory's lock file), and
 //! anything below the file system — a device that acknowledges a flush it did not do, or a file
@@ -115,6 +120,10 @@ struct State {
     calls: u64,
     /// The call number at which the power goes out.
     crash_at: Option<u64>,
+    /// Stores into a mapping seen so far ([`StorageIo::store_mapped`]; not counted as calls).
+    stores: u64,
+    /// The store number at which the process (or the power) goes out.
+    store_crash_at: Option<u64>,
     /// Set at the power loss.
     crash: Option<Crash>,
     /// The durability model; `None` for faults only.
@@ -261,6 +270,40 @@ impl SimIo {
         if state.crash.is_none() {
             Self::take_crash(&mut state)?;
         }
+        Ok(())
+    }
+
+    /// Stores into a mapping seen so far (MAPPED records: three each); not counted in
+    /// [`SimIo::calls`].
+    pub fn stores(&self) -> u64 {
+        lock(&self.state).stores
+    }
+
+    /// The crash comes at the `stores`-th store into a mapping from now (1: the next one): that
+    /// store and every later one is not executed, and every call from then on fails as after
+    /// [`SimIo::crash_after`]. With the power-loss model only.
+    pub fn crash_after_stores(&self, stores: u64) {
+        let mut state = lock(&self.state);
+        assert!(
+            state.model.is_some(),
+            "crash_after_stores needs SimIo::with_power_loss"
+        );
+        state.store_crash_at = Some(state.stores + stores.max(1));
+    }
+
+    /// After a crash, once the storage is dropped: the *process* died, the machine did not.
+    /// Every file keeps its current image (the page cache survives a killed process), and the
+    /// storage reopens over it; later calls work again, and everything on disk counts as
+    /// durable. The counterpart of [`SimIo::power_loss`].
+    pub fn process_crash(&self) -> std::io::Result<()> {
+        let mut state = lock(&self.state);
+        if state.crash.is_none() {
+            Self::take_crash(&mut state)?;
+        }
+        *state = State {
+            model: Some(Model::default()),
+            ..State::default()
+        };
         Ok(())
     }
 
@@ -556,6 +599,19 @@ impl StorageIo for SimIo {
             state.faults.free_bytes = Some(free - (to - from));
         }
         RealIo.allocate(file, from, to)
+    }
+
+    fn store_mapped(&self, to: &mut [u8], bytes: &[u8]) -> std::io::Result<()> {
+        let mut state = lock(&self.state);
+        state.stores += 1;
+        if state.crash.is_none() && state.store_crash_at.is_some_and(|at| state.stores >= at) {
+            Self::take_crash(&mut state)?;
+        }
+        if state.crash.is_some() {
+            return Err(Errno::IO.into());
+        }
+        drop(state);
+        RealIo.store_mapped(to, bytes)
     }
 
     fn flush_mapped(&self, range: MappedRange<'_>) -> std::io::Result<()> {
