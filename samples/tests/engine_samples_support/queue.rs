@@ -108,6 +108,19 @@ pub async fn queue_completes_every_task_through<F, Fut>(
             .map(|(worker, _)| worker.stats().completed)
             .sum::<u64>()
     };
+    // How long the queue stalled: from the fault to the next completion a worker learned from
+    // the claims log (its done's verdict), plus one more for a claim made after the fault
+    // (printed with --nocapture; docs/jetstream.md quotes it).
+    let (completed_at_fault, fault_at) = (completed(), tokio::time::Instant::now());
+    wait_for("two completions after the fault", RUN_LIMIT, || {
+        completed() >= completed_at_fault + 2 * WORKERS as u64
+    })
+    .await;
+    eprintln!(
+        "{} more completions {:?} after the fault ({completed_at_fault} before it)",
+        2 * WORKERS,
+        fault_at.elapsed()
+    );
     wait_for("every task completed", RUN_LIMIT, || {
         completed() >= TASKS || workers.iter().any(|(_, run)| run.is_finished())
     })
