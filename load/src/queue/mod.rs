@@ -20,6 +20,10 @@
 //!   work plus two claims-log round trips (its claim, and its done, which it waits to see
 //!   applied). Under a trickle the ceiling is also capped by the arrival rate.
 //!
+//! `--engine jetstream` runs the same workers, verifier and sink over two fresh R3 streams per run
+//! on the 3-node NATS cluster the `jetstream-workqueue` peer uses ([`run::run_on_jetstream`]),
+//! reported as `claims-jetstream` beside that peer.
+//!
 //! `--chaos` ([`chaos`]) kills a share of the workers while they work and starts replacements;
 //! their tasks must be taken over after the lease expires, executed again, and completed once.
 
