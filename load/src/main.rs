@@ -46,6 +46,7 @@ use crate::queue::peers::{Peer, PeerServers, ServerUrls};
 use crate::queue::run::QueueOutcome;
 use crate::queue::{Arrival, ChaosConfig, ChaosMode, PickArg, QueueRunConfig, System};
 use crate::report::{Report, Run};
+use booblik_samples::engine::EngineKind;
 
 /// The booblik load harness.
 #[derive(Debug, Parser)]
@@ -170,10 +171,16 @@ struct QueueArgs {
     #[arg(long)]
     postgres_url: Option<String>,
     /// A running NATS JetStream cluster (comma-separated `nats://` URLs) to use for the
-    /// `jetstream-workqueue` peer instead of starting a 3-node cluster from the installed
+    /// `jetstream-workqueue` peer and `--engine jetstream` instead of starting a 3-node cluster from the installed
     /// `nats-server`.
     #[arg(long)]
     nats_url: Option<String>,
+    /// Which engine booblik's claims protocol runs on: booblik (a fresh broker per run) or
+    /// jetstream (two fresh R3 streams per run, on the 3-node cluster the harness starts from
+    /// the installed `nats-server` — the one the `jetstream-workqueue` peer uses — or on
+    /// `--nats-url`). Reported as `booblik` or `claims-jetstream`.
+    #[arg(long, value_enum, default_value_t = EngineKind::Booblik)]
+    engine: EngineKind,
     /// Runs of every configuration; the report gives the median with min–max.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=MAX_REPETITIONS))]
     repetitions: u32,
@@ -245,7 +252,10 @@ impl QueueArgs {
 
     fn template(&self) -> QueueRunConfig {
         QueueRunConfig {
-            system: System::Booblik,
+            system: match self.engine {
+                EngineKind::Booblik => System::Booblik,
+                EngineKind::Jetstream => System::ClaimsOnJetstream,
+            },
             workers: 0,
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
@@ -364,7 +374,12 @@ impl QueueArgs {
             postgres: self.postgres_url.as_deref(),
             nats: self.nats_url.as_deref(),
         };
-        PeerServers::start(&self.peers, &urls, data_dir).await
+        // The claims protocol on JetStream runs on the work-queue peer's cluster.
+        let mut servers = self.peers.clone();
+        if self.engine == EngineKind::Jetstream && !servers.contains(&Peer::JetstreamWorkqueue) {
+            servers.push(Peer::JetstreamWorkqueue);
+        }
+        PeerServers::start(&servers, &urls, data_dir).await
     }
 }
 
@@ -699,6 +714,10 @@ async fn run_queue(
         let began = std::time::Instant::now();
         let outcome = match config.system {
             System::Booblik => queue::run::run(harness, *config).await,
+            System::ClaimsOnJetstream => {
+                let url = servers.endpoint(Peer::JetstreamWorkqueue)?.url.clone();
+                queue::run::run_on_jetstream(harness, &url, *config).await
+            }
             System::Peer(peer) => {
                 let endpoint = servers.endpoint(peer)?;
                 queue::peers::driver::run(endpoint, peer, *config, &harness.baseline).await
@@ -833,12 +852,13 @@ fn finish(
 fn check_queue_safety(outcomes: &[QueueOutcome]) -> anyhow::Result<()> {
     for outcome in outcomes {
         let r = &outcome.run;
-        if r.system == System::Booblik.name()
+        if [System::Booblik.name(), System::ClaimsOnJetstream.name()].contains(&r.system)
             && (r.violations > 0 || r.duplicate_effects > 0 || r.duplicate_dones > 0)
         {
             bail!(
-                "booblik, {} workers, pick {}, {}: {} verifier violations, {} duplicate effects, \
+                "{}, {} workers, pick {}, {}: {} verifier violations, {} duplicate effects, \
                  {} duplicate dones",
+                r.system,
                 r.workers,
                 r.pick.map_or("—", PickArg::name),
                 r.arrival.name(),

@@ -13,8 +13,9 @@ use std::time::Duration;
 use booblik_broker::{Broker, BrokerConfig, parse_topics};
 use booblik_client::{AckPolicy, Client, ConnectionConfig, TopicName};
 use booblik_protocol::RecordSet;
+use booblik_samples::engine::{BooblikEngine, LogEngine};
 use booblik_samples::queue::record::{Claim, ClaimsRecord};
-use booblik_samples::queue::worker::{CLAIMS_LOG_ORIGIN, Worker};
+use booblik_samples::queue::worker::Worker;
 use queue_worker_support::{quick_config, wait_until};
 use uuid::Uuid;
 
@@ -62,9 +63,11 @@ async fn a_worker_refuses_a_claims_log_that_retention_truncated_and_names_the_se
             .await
             .unwrap();
     }
+    let engine = BooblikEngine::new(client.clone());
+    let claims = engine.open("claims", 0).await.unwrap();
     wait_until("retention drops the oldest claims", || async {
-        let topic = client.topic("claims").await.unwrap();
-        topic.log_start_offset(0).unwrap() > CLAIMS_LOG_ORIGIN
+        let bounds = claims.bounds().await.unwrap();
+        bounds.start > bounds.origin
     })
     .await;
 

@@ -20,6 +20,10 @@
 //!   work plus two claims-log round trips (its claim, and its done, which it waits to see
 //!   applied). Under a trickle the ceiling is also capped by the arrival rate.
 //!
+//! `--engine jetstream` runs the same workers, verifier and sink over two fresh R3 streams per run
+//! on the 3-node NATS cluster the `jetstream-workqueue` peer uses ([`run::run_on_jetstream`]),
+//! reported as `claims-jetstream` beside that peer.
+//!
 //! `--chaos` ([`chaos`]) kills a share of the workers while they work and starts replacements;
 //! their tasks must be taken over after the lease expires, executed again, and completed once.
 
@@ -135,20 +139,24 @@ pub const STALL_WHEN_UNFINISHED_PER_WORKER: usize = 2;
 /// A stall lasts this many leases (×10: 15 = 1.5 leases).
 pub const STALL_LEASES_X10: u64 = 15;
 
-/// The system under test: booblik, or one of the peers.
+/// The system under test: booblik, the same claims protocol over JetStream, or one of the peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum System {
     /// The claims-and-leases queue over booblik.
     Booblik,
+    /// The same claims-and-leases queue over two R3 streams of a 3-node NATS JetStream cluster
+    /// (`--engine jetstream`).
+    ClaimsOnJetstream,
     /// A peer queue server.
     Peer(peers::Peer),
 }
 
 impl System {
-    /// The name in the report (`"booblik"`, or the peer's `--peers` name).
+    /// The name in the report (`"booblik"`, `"claims-jetstream"`, or the peer's `--peers` name).
     pub fn name(self) -> &'static str {
         match self {
             System::Booblik => "booblik",
+            System::ClaimsOnJetstream => "claims-jetstream",
             System::Peer(peer) => peer.name(),
         }
     }
@@ -342,7 +350,7 @@ pub fn sweep(
 /// A short label of a run, for the progress bar and plots.
 pub fn label(config: &QueueRunConfig) -> String {
     let variant = match config.system {
-        System::Booblik => format!(
+        System::Booblik | System::ClaimsOnJetstream => format!(
             " {} {}",
             config.pick.name(),
             if config.claim_ack == Ack::Forced {

@@ -12,13 +12,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use booblik_client::{Client, ConsumerConfig, StartPosition};
+use booblik_samples::engine::{LogEngine, MAX_READ_RECORDS, ReadLimits};
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::state::{Event, QueueConfig, QueueState};
+use booblik_samples::support::retry::RETRY_BACKOFF_MS;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uuid::Uuid;
+
+/// Transient read failures in a row after which the observer gives up.
+const MAX_CONSECUTIVE_READ_FAILURES: u32 = 20;
 
 #[derive(Debug, Default)]
 struct Finished {
@@ -34,27 +39,38 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Starts following `claims_topic` from its first record.
+    /// Starts following partition 0 of `claims_topic` on `engine` from its first record.
     pub async fn start(
-        client: &Client,
+        engine: &dyn LogEngine,
         claims_topic: &str,
         config: QueueConfig,
     ) -> anyhow::Result<Self> {
-        let consumer = client
-            .consumer(
-                claims_topic,
-                0,
-                StartPosition::Earliest,
-                ConsumerConfig::default(),
-            )
-            .await?;
+        let log = engine.open(claims_topic, 0).await?;
+        let mut position = log.bounds().await?.start;
+        let limits = ReadLimits {
+            max_records: MAX_READ_RECORDS,
+            ..ReadLimits::default()
+        };
         let finished = Arc::new(Mutex::new(Finished::default()));
         let sink = Arc::clone(&finished);
         let task = tokio::spawn(async move {
             let mut state = QueueState::new(config);
-            let mut follow = consumer.follow();
+            let mut failures = 0;
             loop {
-                let batch = follow.next_batch().await?;
+                let batch = match log.read(position, limits).await {
+                    Ok(batch) => batch,
+                    Err(error)
+                        if error.is_transient() && failures < MAX_CONSECUTIVE_READ_FAILURES =>
+                    {
+                        failures += 1;
+                        tracing::warn!(%error, failures, "the claims observer cannot read; retrying");
+                        tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+                        continue;
+                    }
+                    Err(error) => return Err(error.into()),
+                };
+                failures = 0;
+                position = batch.next_offset;
                 let now = Instant::now();
                 let mut newly = Vec::new();
                 for record in &batch.records {

@@ -1,5 +1,9 @@
-//! One queue run, start to verdict: broker, observer, tasks, workers, chaos, shutdown, and the
-//! verifier over both logs.
+//! One queue run, start to verdict: broker (or JetStream streams), observer, tasks, workers,
+//! chaos, shutdown, and the verifier over both logs.
+//!
+//! The claims protocol runs on either engine (`--engine`): a fresh booblik broker per run, or
+//! two fresh R3 streams per run on the invocation's 3-node NATS cluster. Nothing below
+//! [`conduct`] knows which.
 //!
 //! The conductor is one loop that owns every piece of run state (no locks): it folds worker
 //! events into the [`Tally`], records submissions, and every [`CHECK_EVERY`] asks the
@@ -13,14 +17,18 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use booblik_client::{Client, ConnectionConfig};
+use booblik_samples::engine::jetstream::{StreamSettings, naming};
+use booblik_samples::engine::{IntoEngine, JetStreamEngine, LogEngine};
 use booblik_samples::queue::record::{ClaimsRecord, ProtocolLevel};
 use booblik_samples::queue::state::{Event, QueueConfig};
 use booblik_samples::queue::verify::{TraceStep, VerifyConfig, Violation, replay, verify};
 use booblik_samples::queue::worker::{
-    Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerStats, read_logs, result_of,
-    wall_clock_ms,
+    Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerStats, open_tasks_log, read_logs,
+    result_of, wall_clock_ms,
 };
+use booblik_samples::support::cli::ensure_topic;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
@@ -32,7 +40,7 @@ use super::tally::Tally;
 use super::thread::{Joined, WorkerThread};
 use super::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig, arrival};
 use crate::baseline::Baseline;
-use crate::broker_host::{BrokerHost, BrokerSpec};
+use crate::broker_host::BrokerSpec;
 use crate::cpu;
 use crate::harness::Harness;
 use crate::latency::LatencyRecorder;
@@ -64,15 +72,91 @@ struct Slot {
     stall: Arc<AtomicBool>,
 }
 
+/// Opens an engine for one worker, on the worker's own thread (its connections belong there).
+type ConnectEngine =
+    Arc<dyn Fn() -> BoxFuture<'static, anyhow::Result<Arc<dyn LogEngine>>> + Send + Sync>;
+
+/// Where a run's two logs are, on whichever engine.
+struct Backend {
+    /// The harness's own engine (observer, enqueueing, reading the logs back).
+    admin: Arc<dyn LogEngine>,
+    /// How each worker opens its own.
+    connect: ConnectEngine,
+    tasks_topic: String,
+    claims_topic: String,
+    /// Whether the logs hold this run's records only.
+    fresh: bool,
+}
+
 /// Runs one configuration against a fresh broker (or `--broker`).
 pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<QueueOutcome> {
     anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
     let spec = BrokerSpec::with_topics(format!("{TASKS_TOPIC}:1,{CLAIMS_TOPIC}:1"));
     harness
         .with_broker(&spec, async |host| {
-            conduct(host, config, &harness.baseline).await
+            let addr = host.addr().to_owned();
+            let admin = Client::connect(host.addr(), ConnectionConfig::default()).await?;
+            let backend = Backend {
+                admin: admin.into_engine(),
+                connect: Arc::new(move || {
+                    let addr = addr.clone();
+                    Box::pin(async move {
+                        let client = Client::connect(&addr, ConnectionConfig::default()).await?;
+                        Ok(client.into_engine())
+                    })
+                }),
+                tasks_topic: TASKS_TOPIC.to_owned(),
+                claims_topic: CLAIMS_TOPIC.to_owned(),
+                fresh: host.is_fresh(),
+            };
+            conduct(&backend, config, &harness.baseline).await
         })
         .await
+}
+
+/// Replicas of the claims protocol's streams on JetStream: R3, like the work-queue peer's.
+pub const JETSTREAM_REPLICAS: usize = 3;
+
+/// Runs one configuration of the claims protocol on the JetStream cluster at `url`
+/// (comma-separated): two fresh R3 streams (tasks, claims) for the run, deleted after it.
+pub async fn run_on_jetstream(
+    harness: &Harness,
+    url: &str,
+    config: QueueRunConfig,
+) -> anyhow::Result<QueueOutcome> {
+    anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
+    let urls: Vec<String> = url.split(',').map(str::to_owned).collect();
+    let engine = JetStreamEngine::connect(&urls).await?;
+    let run_id = Uuid::new_v4().simple().to_string();
+    let (tasks_topic, claims_topic) = (
+        format!("load-{run_id}-{TASKS_TOPIC}"),
+        format!("load-{run_id}-{CLAIMS_TOPIC}"),
+    );
+    let settings = StreamSettings {
+        replicas: JETSTREAM_REPLICAS,
+        max_age: None,
+    };
+    for topic in [&tasks_topic, &claims_topic] {
+        ensure_topic(&engine, topic, 1, &settings).await?;
+    }
+    let backend = Backend {
+        admin: engine.clone().into_engine(),
+        connect: Arc::new(move || {
+            let urls = urls.clone();
+            Box::pin(async move { Ok(JetStreamEngine::connect(&urls).await?.into_engine()) })
+        }),
+        tasks_topic: tasks_topic.clone(),
+        claims_topic: claims_topic.clone(),
+        fresh: true,
+    };
+    let outcome = conduct(&backend, config, &harness.baseline).await;
+    for topic in [&tasks_topic, &claims_topic] {
+        let stream = naming::stream_name(topic, 0)?;
+        if let Err(error) = engine.context().delete_stream(&stream).await {
+            tracing::warn!(stream, %error, "cannot delete a run's stream");
+        }
+    }
+    outcome
 }
 
 /// The hop probe's table for one run, on stderr, one tab-separated line per hop:
@@ -97,19 +181,20 @@ fn print_hops(label: &str) {
 }
 
 async fn conduct(
-    host: &BrokerHost,
+    backend: &Backend,
     config: QueueRunConfig,
     baseline: &Baseline,
 ) -> anyhow::Result<QueueOutcome> {
     let queue = QueueConfig::default();
     let effects = Effects::fencing();
     let stalls = Stalls::new(config.lease_ms);
-    let admin = Client::connect(host.addr(), ConnectionConfig::default()).await?;
-    let observer = Observer::start(&admin, CLAIMS_TOPIC, queue).await?;
+    let admin = backend.admin.as_ref();
+    let observer = Observer::start(admin, &backend.claims_topic, queue).await?;
+    let tasks_log = open_tasks_log(admin, &backend.tasks_topic).await?;
     let worker_config = || WorkerConfig {
         worker_id: Uuid::new_v4(),
-        tasks_topic: TASKS_TOPIC.to_owned(),
-        claims_topic: CLAIMS_TOPIC.to_owned(),
+        tasks_topic: backend.tasks_topic.clone(),
+        claims_topic: backend.claims_topic.clone(),
         lease_ms: config.lease_ms,
         work_ms: config.work_ms,
         extend_every_ms: 0,
@@ -124,12 +209,12 @@ async fn conduct(
 
     let (submitted_tx, mut submitted_rx) = mpsc::unbounded_channel();
     let mut submitted: HashMap<Uuid, Instant> = HashMap::with_capacity(config.tasks);
+    let task_ack = engine_ack(config.claim_ack)?;
     let enqueue = |rate| {
         arrival::enqueue(
-            admin.clone(),
-            TASKS_TOPIC.to_owned(),
+            Arc::clone(&tasks_log),
             config.tasks,
-            config.claim_ack.policy(),
+            task_ack,
             rate,
             submitted_tx.clone(),
         )
@@ -149,7 +234,7 @@ async fn conduct(
         let stall = Arc::new(AtomicBool::new(false));
         let work = booblik_work(config.work_ms, Arc::clone(&stall), &stalls, &effects);
         start_worker(
-            host.addr(),
+            Arc::clone(&backend.connect),
             worker_config(),
             slot,
             events_tx.clone(),
@@ -266,10 +351,11 @@ async fn conduct(
         submitted.insert(id, at);
     }
 
-    let (mut tasks, mut claims) = read_logs(&admin, TASKS_TOPIC, CLAIMS_TOPIC)
-        .await
-        .context("reading the logs back")?;
-    if !host.is_fresh() {
+    let (mut tasks, mut claims) =
+        read_logs(&backend.admin, &backend.tasks_topic, &backend.claims_topic)
+            .await
+            .context("reading the logs back")?;
+    if !backend.fresh {
         // An external broker's logs hold earlier runs too: keep this run's tasks and claims.
         tasks.retain(|(_, task)| submitted.contains_key(&task.task_id));
         claims.retain(|(_, record)| {
@@ -400,11 +486,11 @@ fn booblik_work(
     })
 }
 
-/// Starts a worker on its own thread (see [`super::thread`]): connects a client, starts the
+/// Starts a worker on its own thread (see [`super::thread`]): opens its engine, starts the
 /// worker with its events forwarded as `(slot, event)`, and runs it until `shutdown` turns
 /// true or the thread is killed. Returns once the worker has started.
 async fn start_worker(
-    addr: &str,
+    connect: ConnectEngine,
     config: WorkerConfig,
     slot: usize,
     events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
@@ -412,11 +498,10 @@ async fn start_worker(
     work: WorkFn,
     stall: Arc<AtomicBool>,
 ) -> anyhow::Result<Slot> {
-    let addr = addr.to_owned();
     let (started_tx, started_rx) = oneshot::channel();
     let thread = WorkerThread::spawn(format!("booblik-w{slot}"), move |kill| async move {
-        let client = Client::connect(&addr, ConnectionConfig::default()).await?;
-        let mut worker = Worker::start_with_work(client, config, work).await?;
+        let engine = connect().await?;
+        let mut worker = Worker::start_with_work(engine, config, work).await?;
         let mut events = worker.events().context("a new worker's events")?;
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
@@ -497,4 +582,13 @@ fn attempts_histogram(task_ids: &[Uuid], claims: &[(i64, ClaimsRecord)]) -> Vec<
         *histogram.entry(*attempts).or_insert(0) += 1;
     }
     histogram.into_iter().collect()
+}
+
+/// The engine's ack level of a run's claim ack (NONE returns no offset: refused).
+fn engine_ack(ack: crate::ack::Ack) -> anyhow::Result<booblik_samples::engine::Ack> {
+    match ack {
+        crate::ack::Ack::Forced => Ok(booblik_samples::engine::Ack::Forced),
+        crate::ack::Ack::Written => Ok(booblik_samples::engine::Ack::Written),
+        crate::ack::Ack::None => bail!("claims and tasks need an acknowledged append, not NONE"),
+    }
 }

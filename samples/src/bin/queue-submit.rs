@@ -6,16 +6,17 @@
 //!
 //! ```text
 //! queue-submit --broker 127.0.0.1:9092 --count 100 --interval-ms 50
+//! queue-submit --engine jetstream --nats-url nats://127.0.0.1:4222 --count 100
 //! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use booblik_client::{AckPolicy, Client};
+use booblik_client::AckPolicy;
+use booblik_samples::engine::{Ack, PartitionLog};
 use booblik_samples::queue::worker::cli::{AckArg, QueueArgs};
-use booblik_samples::queue::worker::{DEFAULT_CONNECT_WAIT_MS, submit_task_with_ack};
-use booblik_samples::support::cli::connect;
+use booblik_samples::queue::worker::{DEFAULT_CONNECT_WAIT_MS, open_tasks_log, submit_task_to};
 use booblik_samples::support::logging;
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::stats_http::{Snapshot, serve};
@@ -25,7 +26,7 @@ use rand::RngCore;
 use serde_json::json;
 use uuid::Uuid;
 
-/// Submissions in flight at once when `--interval-ms` is 0 (the shared connection pipelines
+/// Submissions in flight at once when `--interval-ms` is 0 (the tasks partition pipelines
 /// them).
 const MAX_IN_FLIGHT_SUBMITS: usize = 64;
 /// Largest `--payload-bytes`: an encoded task must stay below the 1 MiB a worker's follower fetches
@@ -53,7 +54,7 @@ struct Cli {
     /// Print every submitted task as `task_id offset` on stdout, before the summary.
     #[arg(long)]
     print_ids: bool,
-    /// How long to keep trying to reach the broker at start.
+    /// How long to keep trying to reach the broker at start (`--engine booblik`).
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
@@ -63,7 +64,11 @@ async fn main() -> anyhow::Result<()> {
     logging::init();
     let cli = Cli::parse();
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
+    let engine = cli
+        .queue
+        .open_engine(cli.connect_wait_ms, &shutdown)
+        .await?;
+    let tasks_log = open_tasks_log(engine.as_ref(), &cli.queue.tasks_topic).await?;
     let submitted = Arc::new(AtomicU64::new(0));
     if let Some(bind) = cli.queue.stats_bind {
         let submitted = Arc::clone(&submitted);
@@ -73,16 +78,15 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let started = Instant::now();
-    let ack = AckPolicy::from(cli.ack);
+    let ack = Ack::from(cli.ack);
     let submit_one = |_| {
-        let client: &Client = &client;
+        let tasks_log: &dyn PartitionLog = tasks_log.as_ref();
         let submitted = Arc::clone(&submitted);
-        let topic = cli.queue.tasks_topic.clone();
         let payload_bytes = cli.payload_bytes as usize;
         async move {
             let mut payload = vec![0u8; payload_bytes];
             rand::rng().fill_bytes(&mut payload);
-            let task = submit_task_with_ack(client, &topic, payload, ack).await?;
+            let task = submit_task_to(tasks_log, payload, ack).await?;
             submitted.fetch_add(1, Ordering::Relaxed);
             anyhow::Ok(task)
         }
@@ -115,7 +119,7 @@ async fn main() -> anyhow::Result<()> {
     let summary = json!({
         "topic": cli.queue.tasks_topic,
         "submitted": tasks.len(),
-        "ack": ack.name(),
+        "ack": AckPolicy::from(cli.ack).name(),
         "elapsed_ms": elapsed_ms,
         "first": describe(tasks.first()),
         "last": describe(tasks.last()),

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! queue-verify --broker 127.0.0.1:9092 --lost-after-ms 15000
+//! queue-verify --engine jetstream --nats-url nats://127.0.0.1:4222 --lost-after-ms 0
 //! ```
 
 use std::num::NonZeroU32;
@@ -19,7 +20,6 @@ use booblik_samples::queue::worker::cli::QueueArgs;
 use booblik_samples::queue::worker::{
     DEFAULT_CONNECT_WAIT_MS, DEFAULT_LEASE_MS, read_raw_logs, wall_clock_ms,
 };
-use booblik_samples::support::cli::connect;
 use booblik_samples::support::logging;
 use booblik_samples::support::shutdown::Shutdown;
 use clap::Parser;
@@ -46,7 +46,7 @@ struct Cli {
     /// run; a few leases for a live queue).
     #[arg(long, default_value_t = DEFAULT_LOST_AFTER_MS)]
     lost_after_ms: u64,
-    /// How long to keep trying to reach the broker at start.
+    /// How long to keep trying to reach the broker at start (`--engine booblik`).
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
@@ -59,9 +59,12 @@ async fn main() -> anyhow::Result<ExitCode> {
         tracing::info!("--stats-bind is ignored: queue-verify runs once and exits");
     }
     let shutdown = Shutdown::new().trigger_on_signals();
-    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
+    let engine = cli
+        .queue
+        .open_engine(cli.connect_wait_ms, &shutdown)
+        .await?;
     let (tasks, claims) =
-        read_raw_logs(&client, &cli.queue.tasks_topic, &cli.queue.claims_topic).await?;
+        read_raw_logs(&engine, &cli.queue.tasks_topic, &cli.queue.claims_topic).await?;
     let config = VerifyConfig {
         queue: QueueConfig {
             max_expired_leases: cli.max_expired_leases,

@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! queue-worker --broker 127.0.0.1:9092 --lease-ms 5000 --work-ms 1000 --pick random
+//! queue-worker --engine jetstream --nats-url nats://127.0.0.1:4222 --lease-ms 20000
 //! ```
 
 use std::num::NonZeroU32;
@@ -23,7 +24,6 @@ use booblik_samples::queue::worker::{
     DEFAULT_CONNECT_WAIT_MS, DEFAULT_FOLLOW_MAX_WAIT_MS, DEFAULT_LEASE_MS, DEFAULT_WORK_MS, Worker,
     WorkerConfig,
 };
-use booblik_samples::support::cli::connect;
 use booblik_samples::support::logging;
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::stats_http::{Snapshot, log_periodically, serve};
@@ -78,7 +78,7 @@ struct Cli {
     /// shutdown). Raise to 2 only once every worker and verifier runs a version that reads it.
     #[arg(long, value_enum, default_value_t = ProtocolArg::V1)]
     protocol_level: ProtocolArg,
-    /// How long to keep trying to reach the broker at start.
+    /// How long to keep trying to reach the broker at start (`--engine booblik`).
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
 }
@@ -106,9 +106,12 @@ async fn main() -> anyhow::Result<()> {
         protocol: cli.protocol_level.into(),
     };
     config.validate()?;
-    let client = connect(&cli.queue.broker, cli.connect_wait_ms, &shutdown).await?;
+    let engine = cli
+        .queue
+        .open_engine(cli.connect_wait_ms, &shutdown)
+        .await?;
     let worker = Arc::new(
-        Worker::start(client, config)
+        Worker::start(engine, config)
             .await
             .context("cannot start the worker")?,
     );

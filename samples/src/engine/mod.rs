@@ -148,9 +148,9 @@ pub struct ReadLimits {
     /// than none).
     pub max_bytes: usize,
     /// How long to wait for the first record when none is there yet; zero answers at once with
-    /// what is there (a replay's reads). At most [`MAX_READ_WAIT`]. An engine may wait up to
-    /// this long even when some records are there (a JetStream pull waits for a full batch or
-    /// its expiry), so a follower's wait is also its worst added latency.
+    /// what is there (a replay's reads). At most [`MAX_READ_WAIT`]. Both engines answer as soon
+    /// as records are there (booblik's long poll with `min_bytes` 1; JetStream's no-wait pull
+    /// with an expiry), so a caught-up follower learns of a new record in about a round trip.
     pub wait: Duration,
 }
 
@@ -287,6 +287,52 @@ pub trait LogEngine: Send + Sync + fmt::Debug {
     /// Opens one partition of `topic`.
     async fn open(&self, topic: &str, partition: i32)
     -> Result<Arc<dyn PartitionLog>, EngineError>;
+}
+
+/// What a sample that takes "an engine" accepts: an engine itself, or booblik's [`Client`]
+/// (wrapped in a [`BooblikEngine`], the default engine). Lets the task queue's entry points take
+/// either without a branch on the engine.
+///
+/// [`Client`]: booblik_client::Client
+pub trait IntoEngine {
+    /// The engine.
+    fn into_engine(self) -> Arc<dyn LogEngine>;
+}
+
+impl IntoEngine for Arc<dyn LogEngine> {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        self
+    }
+}
+
+impl IntoEngine for &Arc<dyn LogEngine> {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        Arc::clone(self)
+    }
+}
+
+impl IntoEngine for BooblikEngine {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        Arc::new(self)
+    }
+}
+
+impl IntoEngine for JetStreamEngine {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        Arc::new(self)
+    }
+}
+
+impl IntoEngine for booblik_client::Client {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        Arc::new(BooblikEngine::new(self))
+    }
+}
+
+impl IntoEngine for &booblik_client::Client {
+    fn into_engine(self) -> Arc<dyn LogEngine> {
+        Arc::new(BooblikEngine::new(self.clone()))
+    }
 }
 
 /// Checks limits the way every engine must.

@@ -21,16 +21,14 @@
 //! only a person (or a rebuild from the start) can say what the follower should believe now — so
 //! it stops, loudly.
 //!
-//! Two forms of the same check: [`recheck_log`] over the engine interface (the follow consumer,
-//! on either engine), and [`recheck`] over booblik's client (the task queue's readers, until they
-//! move onto the interface).
+//! [`recheck_log`] runs over the engine interface: the follow consumer and the task queue's two
+//! followers use it, on either engine.
 //!
 //! What it does not catch: a rewrite while the follower itself was not running (a checkpoint
 //! saves the offset, not the checksum), and a rewritten record with the same payload.
 
 use std::time::Duration;
 
-use booblik_client::{Client, ClientError, ConsumerConfig, ErrorCode, Record, StartPosition};
 use booblik_protocol::crc32c;
 
 use crate::engine::{EngineError, LogRecord, PartitionLog, ReadLimits};
@@ -47,15 +45,6 @@ pub struct Applied {
 impl Applied {
     /// What to remember of `record` (read with an engine).
     pub fn of_log_record(record: &LogRecord) -> Self {
-        Self {
-            offset: record.offset,
-            crc: crc32c(&record.payload),
-        }
-    }
-
-    /// What to remember of `record` (read with booblik's client: the task queue's readers,
-    /// until they move onto the engine interface).
-    pub fn of(record: &Record) -> Self {
         Self {
             offset: record.offset,
             crc: crc32c(&record.payload),
@@ -111,49 +100,6 @@ pub async fn recheck_log(log: &dyn PartitionLog, applied: Applied) -> Result<Rec
             Ok(Recheck::Retained)
         }
         Err(EngineError::OutOfRange { .. }) => Ok(rewritten(None)),
-        Err(error) => Err(error),
-    }
-}
-
-/// [`recheck_log`] over booblik's client: reads the record at `applied.offset` of
-/// `topic`/`partition` again and compares it. The task queue's readers use it until they move
-/// onto the engine interface.
-pub async fn recheck(
-    client: &Client,
-    topic: &str,
-    partition: i32,
-    applied: Applied,
-    config: ConsumerConfig,
-) -> Result<Recheck, ClientError> {
-    let rewritten = |found_crc| Recheck::Rewritten {
-        offset: applied.offset,
-        expected_crc: applied.crc,
-        found_crc,
-    };
-    let mut consumer = client
-        .consumer(topic, partition, StartPosition::At(applied.offset), config)
-        .await?;
-    match consumer.fetch_batch(false).await {
-        Ok(batch) => Ok(match batch.records.first() {
-            Some(record) if record.offset == applied.offset => {
-                if Applied::of(record) == applied {
-                    Recheck::Same
-                } else {
-                    rewritten(Some(Applied::of(record).crc))
-                }
-            }
-            // An empty answer at this offset: the log ends here now, before the record.
-            _ => rewritten(None),
-        }),
-        Err(error) if error.broker_code() == Some(ErrorCode::OffsetOutOfRange) => {
-            // Either retention moved the log's start past the record (fine), or the log now
-            // ends before it (rewritten): the log's start offset tells which.
-            let topic_meta = client.topic(topic).await?;
-            match topic_meta.log_start_offset(partition) {
-                Some(start) if start > applied.offset => Ok(Recheck::Retained),
-                _ => Ok(rewritten(None)),
-            }
-        }
         Err(error) => Err(error),
     }
 }

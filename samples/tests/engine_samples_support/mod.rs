@@ -18,6 +18,8 @@ use booblik_samples::events::publisher::PublisherSnapshot;
 use booblik_samples::events::replay::{ReplayConfig, replay};
 use booblik_samples::support::shutdown::Shutdown;
 
+pub mod queue;
+
 #[path = "../events_support/mod.rs"]
 mod events_support;
 

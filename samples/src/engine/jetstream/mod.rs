@@ -5,8 +5,9 @@
 //!   then every PubAck awaited. JetStream 2.9 has no atomic batch, so another writer's records
 //!   may fall between ours: [`Appended::offsets`] lists each record's sequence.
 //! * **read**: an ephemeral pull consumer (`DeliverPolicy::ByStartSequence`, `AckPolicy::None`,
-//!   memory state, R1) is the cursor; a fetch with an expiry is the long poll, a no-wait fetch
-//!   a read with no wait. The cursor is kept
+//!   memory state, R1) is the cursor; a no-wait fetch with an expiry is the long poll (answered
+//!   once something is delivered and nothing more is there, or at the expiry), a no-wait fetch
+//!   without one a read with no wait. The cursor is kept
 //!   while reads go on where the last one ended, and every delivered sequence is checked against
 //!   the one expected: a skipped or repeated sequence (a read abandoned mid-fetch, a consumer
 //!   lost in a failover) drops the cursor and opens a new one at the right place, so a reader
@@ -390,9 +391,14 @@ impl JetStreamPartition {
                 None => request.messages().await,
             }
         } else {
+            // `no_wait` with an expiry: the server waits up to the expiry for the first message,
+            // and ends the request as soon as it delivered some and has no more (a 408 once the
+            // consumer reached the stream's end). Without `no_wait` it would hold the answer until
+            // the batch is full or the expiry passed: every read of a caught-up follower would
+            // cost its whole wait (the task queue's claim round trip is such a read).
             let request = cursor
                 .consumer
-                .batch()
+                .fetch()
                 .max_messages(limits.max_records)
                 .expires(limits.wait.max(MIN_FETCH_EXPIRY));
             match max_bytes {

@@ -2,12 +2,16 @@
 //! the common flags and the value parsers. Kept in the library so the three stay consistent.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use booblik_client::AckPolicy;
 use clap::{Args, ValueEnum};
 
+use crate::engine::{Ack, BooblikEngine, EngineKind, LogEngine};
 use crate::queue::pick::Pick;
 use crate::queue::record::ProtocolLevel;
+use crate::support::cli::{EngineArgs, connect};
+use crate::support::shutdown::Shutdown;
 
 /// Default `--connect-wait-ms`: how long a queue binary keeps trying to reach the broker at
 /// start (containers start in any order).
@@ -16,7 +20,7 @@ pub const DEFAULT_CONNECT_WAIT_MS: u64 = 60_000;
 /// Flags every queue binary takes.
 #[derive(Debug, Clone, Args)]
 pub struct QueueArgs {
-    /// Broker address (host:port).
+    /// Broker address (host:port; `--engine booblik`).
     #[arg(long, env = "BOOBLIK_BROKER", default_value = "127.0.0.1:9092")]
     pub broker: String,
     /// Serve `GET /stats` (JSON) on this address, e.g. 0.0.0.0:8080.
@@ -28,6 +32,41 @@ pub struct QueueArgs {
     /// Topic of claims, extends and dones (exactly one partition).
     #[arg(long, env = "BOOBLIK_CLAIMS_TOPIC", default_value = "claims")]
     pub claims_topic: String,
+    /// `--engine`, `--nats-url`, `--jetstream-replicas` (the queue's topics always have one
+    /// partition: `--jetstream-partitions` does not apply to them).
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl QueueArgs {
+    /// The engine of `--engine`: booblik at `--broker` (waiting up to `connect_wait_ms` for it),
+    /// or JetStream at `--nats-url`, where the tasks and claims topics are created with one
+    /// stream each when they do not exist yet.
+    pub async fn open_engine(
+        &self,
+        connect_wait_ms: u64,
+        shutdown: &Shutdown,
+    ) -> anyhow::Result<Arc<dyn LogEngine>> {
+        match self.engine.engine {
+            EngineKind::Booblik => {
+                let client = connect(&self.broker, connect_wait_ms, shutdown).await?;
+                Ok(Arc::new(BooblikEngine::new(client)))
+            }
+            EngineKind::Jetstream => {
+                let engine = EngineArgs {
+                    jetstream_partitions: 1,
+                    ..self.engine.clone()
+                };
+                engine
+                    .open(
+                        &self.broker,
+                        &[self.tasks_topic.as_str(), self.claims_topic.as_str()],
+                        shutdown,
+                    )
+                    .await
+            }
+        }
+    }
 }
 
 /// `--pick`.
@@ -88,6 +127,15 @@ impl From<AckArg> for AckPolicy {
         match ack {
             AckArg::Forced => AckPolicy::Forced,
             AckArg::Written => AckPolicy::Written,
+        }
+    }
+}
+
+impl From<AckArg> for Ack {
+    fn from(ack: AckArg) -> Self {
+        match ack {
+            AckArg::Forced => Ack::Forced,
+            AckArg::Written => Ack::Written,
         }
     }
 }

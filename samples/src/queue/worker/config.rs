@@ -82,8 +82,9 @@ pub struct WorkerConfig {
     /// the worker needs the offset the append returns.
     #[serde(serialize_with = "serialize_ack")]
     pub claim_ack: AckPolicy,
-    /// Long-poll wait of the two followers' FETCH v2 requests: an idle worker sends about one
-    /// FETCH per follower per this interval.
+    /// Long-poll wait of the two followers' reads (booblik's FETCH v2, JetStream's pull with an
+    /// expiry; at most the engine's `MAX_READ_WAIT`, 30 s, whatever is set here): an idle worker
+    /// sends about one read per follower per this interval.
     pub follow_max_wait_ms: u64,
     /// The largest difference between two writers' clocks this worker allows for; its local
     /// lease deadline is `issued_at + lease_ms − this`, so that it stops working before another

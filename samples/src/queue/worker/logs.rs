@@ -1,38 +1,50 @@
-//! Reading both logs in full, for the verifier and the load harness.
+//! Reading both logs in full, for the verifier and the load harness, on any engine.
 //!
-//! Each log is replayed from its first record to the high watermark seen when the replay starts
-//! (`Consumer::replay`), so the result is a consistent prefix of each partition. The two prefixes
-//! are taken one after the other: records appended in between may appear in the claims prefix
-//! without their tasks, which the verifier would report (`ClaimForUnknownTask`). Read the logs
-//! of a quiet queue, or tasks first (as here) so that every claimed task is in the tasks prefix.
+//! Each log is read from its first record to the end seen when the read starts, so the result is
+//! a consistent prefix of each partition. The two prefixes are taken one after the other: records
+//! appended in between may appear in the claims prefix without their tasks, which the verifier
+//! would report (`ClaimForUnknownTask`). Read the logs of a quiet queue, or tasks first (as here)
+//! so that every claimed task is in the tasks prefix.
+//!
+//! Offsets are the engine's (booblik's from 0, JetStream's stream sequences from 1): the verifier
+//! takes them as they are. A failure the engine calls transient (a leader election after a node
+//! was lost) is retried from the same offset, up to [`MAX_READ_ATTEMPTS`] times in a row.
+
+use std::time::Duration;
 
 use anyhow::Context;
-use booblik_client::{Client, ConsumerConfig, StartPosition};
 use bytes::Bytes;
 
+use crate::engine::{EngineError, IntoEngine, LogEngine, MAX_READ_RECORDS, ReadLimits};
 use crate::queue::record::{ClaimsRecord, Task};
+use crate::support::retry::RETRY_BACKOFF_MS;
+
+/// Transient failures in a row after which reading a log gives up (about 30 s at
+/// [`RETRY_BACKOFF_MS`], beyond a JetStream leader election's 6–9 s).
+pub const MAX_READ_ATTEMPTS: u32 = 60;
 
 /// Both logs as raw records `(offset, bytes)`: tasks first, then claims. Use this with
 /// [`verify_encoded`](crate::queue::verify::verify_encoded) to have undecodable records reported
 /// as violations rather than failing the read.
 pub async fn read_raw_logs(
-    client: &Client,
+    engine: impl IntoEngine,
     tasks_topic: &str,
     claims_topic: &str,
 ) -> anyhow::Result<(Vec<(i64, Bytes)>, Vec<(i64, Bytes)>)> {
-    let tasks = read_partition(client, tasks_topic).await?;
-    let claims = read_partition(client, claims_topic).await?;
+    let engine = engine.into_engine();
+    let tasks = read_partition(engine.as_ref(), tasks_topic).await?;
+    let claims = read_partition(engine.as_ref(), claims_topic).await?;
     Ok((tasks, claims))
 }
 
 /// Both logs, decoded: tasks first, then claims. Fails on the first undecodable record (naming
 /// its offset).
 pub async fn read_logs(
-    client: &Client,
+    engine: impl IntoEngine,
     tasks_topic: &str,
     claims_topic: &str,
 ) -> anyhow::Result<(Vec<(i64, Task)>, Vec<(i64, ClaimsRecord)>)> {
-    let (raw_tasks, raw_claims) = read_raw_logs(client, tasks_topic, claims_topic).await?;
+    let (raw_tasks, raw_claims) = read_raw_logs(engine, tasks_topic, claims_topic).await?;
     let tasks = raw_tasks
         .into_iter()
         .map(|(offset, bytes)| {
@@ -52,28 +64,63 @@ pub async fn read_logs(
     Ok((tasks, claims))
 }
 
-async fn read_partition(client: &Client, topic: &str) -> anyhow::Result<Vec<(i64, Bytes)>> {
-    let consumer = client
-        .consumer(topic, 0, StartPosition::Earliest, ConsumerConfig::default())
-        .await
-        .with_context(|| format!("cannot read {topic}"))?;
-    let start = consumer.position();
-    if start > 0 {
-        tracing::warn!(
-            topic,
-            log_start_offset = start,
-            "the log does not start at 0 (retention): verdicts over a truncated claims log differ from the workers'"
-        );
+async fn read_partition(engine: &dyn LogEngine, topic: &str) -> anyhow::Result<Vec<(i64, Bytes)>> {
+    let read = async {
+        let log = retrying(topic, || engine.open(topic, 0)).await?;
+        let bounds = retrying(topic, || log.bounds()).await?;
+        if bounds.start > bounds.origin {
+            tracing::warn!(
+                topic,
+                origin = bounds.origin,
+                log_start_offset = bounds.start,
+                "the log does not start at its origin (retention): verdicts over a truncated claims log differ from the workers'"
+            );
+        }
+        // What is there, at once: nothing below the end needs waiting for.
+        let limits = ReadLimits {
+            max_records: MAX_READ_RECORDS,
+            wait: Duration::ZERO,
+            ..ReadLimits::default()
+        };
+        let mut records = Vec::new();
+        let mut position = bounds.start;
+        while position < bounds.end {
+            let batch = retrying(topic, || log.read(position, limits)).await?;
+            if batch.records.is_empty() {
+                // The log ends before the end it reported (it cannot shrink): what was read
+                // is the prefix there is.
+                break;
+            }
+            records.extend(
+                batch
+                    .records
+                    .into_iter()
+                    .filter(|record| record.offset < bounds.end)
+                    .map(|record| (record.offset, record.payload)),
+            );
+            position = batch.next_offset;
+        }
+        Ok::<_, EngineError>(records)
+    };
+    read.await.with_context(|| format!("cannot read {topic}"))
+}
+
+/// Runs `call` until it succeeds, fails for good, or failed transiently [`MAX_READ_ATTEMPTS`]
+/// times in a row.
+async fn retrying<T, F, Fut>(topic: &str, mut call: F) -> Result<T, EngineError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, EngineError>>,
+{
+    let mut attempts = 0;
+    loop {
+        match call().await {
+            Err(error) if error.is_transient() && attempts + 1 < MAX_READ_ATTEMPTS => {
+                attempts += 1;
+                tracing::warn!(topic, %error, attempts, "reading a queue log failed; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            outcome => return outcome,
+        }
     }
-    let mut replay = consumer.replay().await?;
-    let mut records = Vec::new();
-    while let Some(batch) = replay.next_batch().await? {
-        records.extend(
-            batch
-                .records
-                .into_iter()
-                .map(|record| (record.offset, record.payload)),
-        );
-    }
-    Ok(records)
 }

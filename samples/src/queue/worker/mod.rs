@@ -1,8 +1,9 @@
-//! The worker: runs the claims-and-leases protocol against a broker.
+//! The worker: runs the claims-and-leases protocol over a log engine (booblik, or JetStream:
+//! [`crate::engine`]); the protocol code it drives sees offsets, never the engine.
 //!
 //! ```text
-//! start:  refuse a claims log that retention truncated (its start above CLAIMS_LOG_ORIGIN)
-//!         follow `tasks` and `claims` from Earliest (two followers, one QueueState; after a
+//! start:  refuse a claims log that retention truncated (its start above the engine's origin)
+//!         follow `tasks` and `claims` from their start (two followers, one QueueState; after a
 //!         reconnect each re-checks its last record: a rewritten log stops the worker)
 //! run:    wait until both are applied up to the high watermarks seen at start
 //! loop:   pick a claimable task (Pick::Random by default)
@@ -69,17 +70,18 @@ pub use config::{
 };
 pub use event::WorkerEvent;
 pub use freeze::{Freeze, Frozen, MAX_FREEZE_MS};
-pub use logs::{read_logs, read_raw_logs};
+pub use logs::{MAX_READ_ATTEMPTS, read_logs, read_raw_logs};
 pub use observe::MAX_QUEUED_EVENTS;
-pub use own_thread::{OwnThreadWorker, spawn_on_own_thread};
+pub use own_thread::{ConnectFn, OwnThreadWorker, spawn_on_own_thread, spawn_on_own_thread_with};
 pub use run::{
-    APPEND_RETRY_BACKOFF_MS, CLAIMS_LOG_ORIGIN, ClaimsLogTruncated, DEFAULT_CLOCK_SKEW_PERCENT,
-    HEARTBEATS_PER_LEASE, MAX_CONSECUTIVE_APPEND_FAILURES, MAX_DONE_ATTEMPTS, MAX_IDLE_WAIT_MS,
-    RELEASE_TIMEOUT_MS, RENDEZVOUS_LOST_RACE_BACKOFF_MS, RENDEZVOUS_MAX_DEFERENCE_MS,
-    VERDICT_TIMEOUT_MS, Worker, local_lease_deadline,
+    APPEND_RETRY_BACKOFF_MS, ClaimsLogTruncated, DEFAULT_CLOCK_SKEW_PERCENT, HEARTBEATS_PER_LEASE,
+    MAX_APPEND_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_APPEND_FAILURES, MAX_DONE_ATTEMPTS,
+    MAX_IDLE_WAIT_MS, RELEASE_TIMEOUT_MS, RENDEZVOUS_LOST_RACE_BACKOFF_MS,
+    RENDEZVOUS_MAX_DEFERENCE_MS, VERDICT_TIMEOUT_MS, Worker, append_retry_backoff,
+    local_lease_deadline,
 };
 pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};
 pub use stats::WorkerStats;
-pub use submit::{submit_task, submit_task_with_ack};
+pub use submit::{open_tasks_log, submit_task, submit_task_to};
 pub use view::{MAX_CONSECUTIVE_FOLLOW_FAILURES, MAX_KEPT_OWN_VERDICTS, StateView, ViewError};
 pub use work::{Assignment, WorkFn, result_of, simulated_work};

@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use booblik_client::{Client, ConnectionConfig};
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use super::{WorkFn, Worker, WorkerConfig, WorkerStats};
+use crate::engine::{IntoEngine, LogEngine};
 
 /// A worker running on its own thread: watch it through [`worker`](Self::worker), wait for its
 /// end with [`join`](Self::join).
@@ -20,11 +22,32 @@ pub struct OwnThreadWorker {
     thread: std::thread::JoinHandle<anyhow::Result<WorkerStats>>,
 }
 
-/// Starts a thread that connects to `addr`, starts a worker with `work` and runs it until
-/// `shutdown` resolves. Returns once the worker has started (or failed to).
+/// Opens an engine on the worker's own thread (its connections must belong to that thread's
+/// runtime, or blocking the thread would not pause them).
+pub type ConnectFn =
+    Box<dyn FnOnce() -> BoxFuture<'static, anyhow::Result<Arc<dyn LogEngine>>> + Send>;
+
+/// Starts a thread that connects to the booblik broker at `addr`, starts a worker with `work`
+/// and runs it until `shutdown` resolves. Returns once the worker has started (or failed to).
 pub async fn spawn_on_own_thread(
     addr: String,
     connection: ConnectionConfig,
+    config: WorkerConfig,
+    work: WorkFn,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<OwnThreadWorker> {
+    let connect: ConnectFn = Box::new(move || {
+        Box::pin(async move {
+            let client = Client::connect(addr, connection).await?;
+            Ok(client.into_engine())
+        })
+    });
+    spawn_on_own_thread_with(connect, config, work, shutdown).await
+}
+
+/// [`spawn_on_own_thread`] on any engine: `connect` opens it on the worker's thread.
+pub async fn spawn_on_own_thread_with(
+    connect: ConnectFn,
     config: WorkerConfig,
     work: WorkFn,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -39,8 +62,8 @@ pub async fn spawn_on_own_thread(
                 .context("cannot build the worker's runtime")?;
             runtime.block_on(async move {
                 let started = async {
-                    let client = Client::connect(addr, connection).await?;
-                    Worker::start_with_work(client, config, work).await
+                    let engine = connect().await?;
+                    Worker::start_with_work(engine, config, work).await
                 };
                 let worker = match started.await {
                     Ok(worker) => Arc::new(worker),

@@ -36,10 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use booblik_client::{
-    AckPolicy, Client, ClientError, Connection, ConsumerConfig, StartPosition, Topic, TopicName,
-};
-use booblik_protocol::RecordSet;
+use booblik_protocol::AckPolicy;
+use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::sync::mpsc;
@@ -51,6 +49,7 @@ use super::observe::Observer;
 use super::view::{self, Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
+use crate::engine::{Ack, EngineError, IntoEngine, LogEngine, PartitionLog};
 use crate::queue::pick::{Decision, Deference, Pick, Ranked};
 use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
 use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
@@ -62,17 +61,20 @@ pub const VERDICT_TIMEOUT_MS: u64 = 30_000;
 /// Longest idle wait between two looks at the claimable set when neither log moves and no
 /// known lease is about to lapse. A safety net only: the waits that matter are event-driven.
 pub const MAX_IDLE_WAIT_MS: u64 = 5_000;
-/// Pause after a failed append before the worker tries again.
+/// Pause after a failed append before the worker tries again; it doubles with every further
+/// failure in a row, up to [`MAX_APPEND_RETRY_BACKOFF_MS`].
 pub const APPEND_RETRY_BACKOFF_MS: u64 = 100;
-/// Failed claim appends in a row after which the worker stops.
+/// The longest pause between two attempts at an append. With it, the
+/// [`MAX_CONSECUTIVE_APPEND_FAILURES`] claims and [`MAX_DONE_ATTEMPTS`] dones a worker tries
+/// span an engine's outage: a JetStream R3 stream takes 6–9 s to accept writes again after its
+/// leader is killed (`docs/jetstream.md`).
+pub const MAX_APPEND_RETRY_BACKOFF_MS: u64 = 1_000;
+/// Failed claim appends in a row after which the worker stops (about 45 s of failures, with the
+/// growing backoff).
 pub const MAX_CONSECUTIVE_APPEND_FAILURES: u32 = 50;
 /// [`WorkerConfig::max_clock_skew_ms`] when it is not set, in percent of the lease: the local
 /// deadline is then `issued_at + lease_ms × (100 − this) / 100` (see "The local deadline").
 pub const DEFAULT_CLOCK_SKEW_PERCENT: u64 = 10;
-/// The offset of the first record ever written to a booblik partition. A claims log whose first
-/// record still readable is above this lost records to retention, and a worker must not start on
-/// it: see [`ClaimsLogTruncated`].
-pub const CLAIMS_LOG_ORIGIN: i64 = 0;
 /// Longest a rendezvous worker defers, over one idle spell, to the owners of the tasks it sees
 /// before it claims the task it ranks best anyway. Long enough for an idle owner to see a new
 /// task and have its claim in the log (a FORCED claim round trip is about a millisecond here),
@@ -89,8 +91,16 @@ pub const HEARTBEATS_PER_LEASE: u64 = 2;
 /// before releases existed.
 pub const RELEASE_TIMEOUT_MS: u64 = 2_000;
 /// Attempts at appending a done before giving up (the lease then lapses and the task is run
-/// again). Repeating a done is safe: a repeat of an accepted done is a no-op by the rules.
-pub const MAX_DONE_ATTEMPTS: u32 = 5;
+/// again); with the growing backoff they span about 12 s. Repeating a done is safe: a repeat of
+/// an accepted done is a no-op by the rules.
+pub const MAX_DONE_ATTEMPTS: u32 = 15;
+
+/// The pause after the `failures`-th failed append in a row (from 1): [`APPEND_RETRY_BACKOFF_MS`],
+/// doubled with each further failure, at most [`MAX_APPEND_RETRY_BACKOFF_MS`].
+pub fn append_retry_backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    Duration::from_millis((APPEND_RETRY_BACKOFF_MS << doublings).min(MAX_APPEND_RETRY_BACKOFF_MS))
+}
 
 /// The worker's local deadline for a lease of `lease_ms` confirmed as issued at `issued_at` (a
 /// grant or a renewal), when writers' clocks differ by at most `max_clock_skew_ms`: after it
@@ -100,7 +110,9 @@ pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64, max_clock_skew_ms
     issued_at + Duration::from_millis(lease_ms.saturating_sub(max_clock_skew_ms))
 }
 
-/// Why a worker refuses to start: the claims log no longer starts at [`CLAIMS_LOG_ORIGIN`].
+/// Why a worker refuses to start: the claims log no longer starts at its origin (the offset of the
+/// first record it ever had: [`Bounds::origin`](crate::engine::Bounds), 0 on booblik, 1 on
+/// JetStream).
 ///
 /// The verdict is a fold over the whole claims log. Records dropped from its head may have granted
 /// leases that are still live, or counted the expiries that dead-letter a task; a worker that
@@ -109,24 +121,27 @@ pub fn local_lease_deadline(issued_at: Instant, lease_ms: u64, max_clock_skew_ms
 /// topic's retention must keep the whole claims log (`docs/task-queue.md`, *Costs and limits*).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the claims log {topic} starts at offset {log_start_offset}, above its origin {CLAIMS_LOG_ORIGIN}: \
+    "the claims log {topic} starts at offset {log_start_offset}, above its origin {origin}: \
      retention dropped claims records, and verdicts over what is left would differ from other \
-     readers'. The claims topic's retention (the broker's --retention-ms / --retention-bytes) must \
-     keep the whole claims log"
+     readers'. The claims topic's retention (booblik's --retention-ms / --retention-bytes, a \
+     JetStream stream's limits) must keep the whole claims log"
 )]
 pub struct ClaimsLogTruncated {
     /// The claims topic.
     pub topic: String,
     /// Its first offset still readable.
     pub log_start_offset: i64,
+    /// The offset its first record ever had (the engine's origin).
+    pub origin: i64,
 }
 
 /// A worker: two followers feeding a live view of the queue, and the claim/work loop.
 ///
 /// Start it with [`Worker::start`], take its [`events`](Self::events) if you want them, then
 /// [`run`](Self::run) it until a shutdown future resolves. Dropping the worker stops its
-/// followers. Each worker opens connections of its own (two followers, one appender) from the
-/// [`Client`] it is given.
+/// followers. It runs on any engine ([`LogEngine`], or booblik's `Client`): each worker opens the
+/// two partitions itself (on booblik each has connections of its own: the followers' reads,
+/// the claims appends).
 pub struct Worker {
     config: WorkerConfig,
     view: Arc<LiveView>,
@@ -178,62 +193,70 @@ enum ExtendOutcome {
 
 impl Worker {
     /// Validates `config`, checks both topics (one partition each), and starts the two
-    /// followers from Earliest. Refuses a claims log that no longer starts at its origin
-    /// ([`ClaimsLogTruncated`]). The worker does simulated work ([`simulated_work`]).
-    pub async fn start(client: Client, config: WorkerConfig) -> anyhow::Result<Worker> {
+    /// followers from each partition's start. Refuses a claims log that no longer starts at its
+    /// origin ([`ClaimsLogTruncated`]). The worker does simulated work ([`simulated_work`]).
+    pub async fn start(engine: impl IntoEngine, config: WorkerConfig) -> anyhow::Result<Worker> {
         let work = simulated_work(config.work_ms);
-        Self::start_with_work(client, config, work).await
+        Self::start_with_work(engine, config, work).await
     }
 
     /// [`start`](Self::start) with a work function of your own.
     pub async fn start_with_work(
-        client: Client,
+        engine: impl IntoEngine,
         config: WorkerConfig,
         work: WorkFn,
     ) -> anyhow::Result<Worker> {
         config.validate()?;
-        let tasks = single_partition_topic(&client, &config.tasks_topic).await?;
-        let claims = single_partition_topic(&client, &config.claims_topic).await?;
-        let tasks_end = tasks.high_watermark(0).unwrap_or(0);
-        let claims_end = claims.high_watermark(0).unwrap_or(0);
-        let view = Arc::new(LiveView::new(config.queue, config.worker_id, claims_end));
-        let consumer_config = ConsumerConfig {
-            max_wait_ms: i32::try_from(config.follow_max_wait_ms)
-                .context("follow_max_wait_ms is out of range")?,
-            ..ConsumerConfig::default()
-        };
-        let mut followers = Vec::with_capacity(2);
-        for (topic, log) in [
-            (&config.tasks_topic, LogName::Tasks),
-            (&config.claims_topic, LogName::Claims),
-        ] {
-            let consumer = client
-                .consumer(topic, 0, StartPosition::Earliest, consumer_config.clone())
-                .await
-                .with_context(|| format!("cannot follow {topic}"))?;
-            // Earliest resolves to the first record still readable: above the origin, retention
-            // has dropped claims and this worker's verdicts would be its own.
-            if log == LogName::Claims && consumer.position() > CLAIMS_LOG_ORIGIN {
-                return Err(ClaimsLogTruncated {
-                    topic: topic.clone(),
-                    log_start_offset: consumer.position(),
-                }
-                .into());
+        let engine = engine.into_engine();
+        let claim_ack = engine_ack(config.claim_ack)?;
+        let tasks = single_partition_log(engine.as_ref(), &config.tasks_topic).await?;
+        let claims = single_partition_log(engine.as_ref(), &config.claims_topic).await?;
+        let tasks_bounds = tasks
+            .bounds()
+            .await
+            .with_context(|| format!("cannot read the bounds of {}", config.tasks_topic))?;
+        let claims_bounds = claims
+            .bounds()
+            .await
+            .with_context(|| format!("cannot read the bounds of {}", config.claims_topic))?;
+        // The first record still readable above the origin: retention has dropped claims, and
+        // this worker's verdicts would be its own.
+        if claims_bounds.start > claims_bounds.origin {
+            return Err(ClaimsLogTruncated {
+                topic: config.claims_topic.clone(),
+                log_start_offset: claims_bounds.start,
+                origin: claims_bounds.origin,
             }
-            followers.push(view::spawn_follower(
-                consumer.follow(),
-                log,
-                Arc::clone(&view),
-                view::RecheckWith {
-                    client: client.clone(),
-                    topic: topic.clone(),
-                    consumer: consumer_config.clone(),
-                },
-            ));
+            .into());
         }
-        let appender = Appender::new(client, claims.name().clone(), config.claim_ack);
+        let (tasks_end, claims_end) = (tasks_bounds.end, claims_bounds.end);
+        let view = Arc::new(LiveView::new(
+            config.queue,
+            config.worker_id,
+            (tasks_bounds.start, claims_bounds.start),
+            claims_end,
+        ));
+        let limits = view::follow_limits(Duration::from_millis(config.follow_max_wait_ms));
+        let followers = vec![
+            view::spawn_follower(
+                Arc::clone(&tasks),
+                tasks_bounds.start,
+                limits,
+                LogName::Tasks,
+                Arc::clone(&view),
+            ),
+            view::spawn_follower(
+                Arc::clone(&claims),
+                claims_bounds.start,
+                limits,
+                LogName::Claims,
+                Arc::clone(&view),
+            ),
+        ];
+        let appender = Appender::new(claims, claim_ack);
         tracing::info!(
             worker_id = %config.worker_id,
+            engine = %engine.kind(),
             tasks_end,
             claims_end,
             lease_ms = config.lease_ms,
@@ -415,7 +438,7 @@ impl Worker {
                         append_failures < MAX_CONSECUTIVE_APPEND_FAILURES,
                         "{append_failures} claim appends failed in a row"
                     );
-                    tokio::time::sleep(Duration::from_millis(APPEND_RETRY_BACKOFF_MS)).await;
+                    tokio::time::sleep(append_retry_backoff(append_failures)).await;
                 }
             }
         }
@@ -603,7 +626,7 @@ impl Worker {
                 Ok(offset) => offset,
                 Err(error) => {
                     tracing::warn!(%worker_id, %task_id, token, attempt, %error, "done append failed; repeating it");
-                    tokio::time::sleep(Duration::from_millis(APPEND_RETRY_BACKOFF_MS)).await;
+                    tokio::time::sleep(append_retry_backoff(attempt)).await;
                     continue;
                 }
             };
@@ -752,7 +775,7 @@ impl Drop for CurrentTask<'_> {
     }
 }
 
-/// Appends to the claims partition, one record per PRODUCE, and returns the record's offset.
+/// Appends to the claims partition, one record per append, and returns the record's offset.
 ///
 /// One record per request, not a batching producer: a claim is worth nothing until the worker
 /// knows its offset, and a linger window would only add latency to the claim round trip.
@@ -763,23 +786,20 @@ impl Drop for CurrentTask<'_> {
 /// repeated (a repeat of an accepted done is harmless by the verdict rules).
 #[derive(Debug)]
 struct Appender {
-    client: Client,
-    topic: TopicName,
-    ack: AckPolicy,
-    /// A connection of its own, reopened when it breaks.
-    connection: tokio::sync::Mutex<Option<Connection>>,
+    /// The claims partition (on booblik, its appends have a connection of their own, reopened
+    /// when it breaks).
+    log: Arc<dyn PartitionLog>,
+    ack: Ack,
     /// When the last append was acknowledged (or the appender was made): heartbeats are due
     /// from it.
     last_append: Mutex<Instant>,
 }
 
 impl Appender {
-    fn new(client: Client, topic: TopicName, ack: AckPolicy) -> Self {
+    fn new(log: Arc<dyn PartitionLog>, ack: Ack) -> Self {
         Self {
-            client,
-            topic,
+            log,
             ack,
-            connection: tokio::sync::Mutex::new(None),
             last_append: Mutex::new(Instant::now()),
         }
     }
@@ -789,46 +809,47 @@ impl Appender {
         self.last_append.lock().expect("last append lock").elapsed()
     }
 
-    /// Appends `record` to partition 0 and returns its offset once acknowledged.
-    async fn append(&self, record: &ClaimsRecord) -> Result<i64, ClientError> {
-        let records = RecordSet::from_payloads([record.encode()])?;
-        let connection = self.connection().await?;
-        let response = connection
-            .produce(&self.topic, 0, self.ack, records)
-            .await?
-            // Only ack NONE answers nothing, and a validated config never uses it.
-            .ok_or_else(|| {
-                ClientError::InvalidConfig("claim_ack NONE returns no offset".to_owned())
-            })?;
+    /// Appends `record` and returns its offset once acknowledged.
+    async fn append(&self, record: &ClaimsRecord) -> Result<i64, EngineError> {
+        let appended = self
+            .log
+            .append(&[Bytes::from(record.encode())], self.ack)
+            .await?;
+        let offset = appended.first().ok_or_else(|| EngineError::Broken {
+            partition: self.log.name().clone(),
+            reason: "an acknowledged append of one record returned no offset".to_owned(),
+        })?;
         *self.last_append.lock().expect("last append lock") = Instant::now();
-        Ok(response.base_offset)
-    }
-
-    async fn connection(&self) -> Result<Connection, ClientError> {
-        let mut connection = self.connection.lock().await;
-        match &*connection {
-            Some(open) if !open.is_closed() => Ok(open.clone()),
-            _ => {
-                let open = self.client.open_connection().await?;
-                *connection = Some(open.clone());
-                Ok(open)
-            }
-        }
+        Ok(offset)
     }
 }
 
-/// METADATA for `name`, which must have exactly one partition: the protocol needs one total
-/// order per log.
-async fn single_partition_topic(client: &Client, name: &str) -> anyhow::Result<Topic> {
-    TopicName::new(name)?;
-    let topic = client
-        .topic(name)
+/// The engine's ack level of a worker's `claim_ack` (a validated config never has NONE: it
+/// returns no offset).
+fn engine_ack(policy: AckPolicy) -> anyhow::Result<Ack> {
+    match policy {
+        AckPolicy::Forced => Ok(Ack::Forced),
+        AckPolicy::Written => Ok(Ack::Written),
+        AckPolicy::None => anyhow::bail!("claim_ack NONE returns no offset"),
+    }
+}
+
+/// Opens partition 0 of `name`, which must have exactly one partition: the protocol needs one
+/// total order per log.
+async fn single_partition_log(
+    engine: &dyn LogEngine,
+    name: &str,
+) -> anyhow::Result<Arc<dyn PartitionLog>> {
+    let partitions = engine
+        .partition_count(name)
         .await
-        .with_context(|| format!("cannot read the metadata of topic {name}"))?;
+        .with_context(|| format!("cannot read the partitions of topic {name}"))?;
     anyhow::ensure!(
-        topic.partition_count() == 1,
-        "topic {name} has {} partitions; the task queue needs exactly one (one total order)",
-        topic.partition_count()
+        partitions == 1,
+        "topic {name} has {partitions} partitions; the task queue needs exactly one (one total order)"
     );
-    Ok(topic)
+    engine
+        .open(name, 0)
+        .await
+        .with_context(|| format!("cannot open topic {name}"))
 }

@@ -1,52 +1,64 @@
-//! Enqueueing work: append a [`Task`] record to the tasks partition.
+//! Enqueueing work: append a [`Task`] record to the tasks partition, on any engine.
 //!
 //! A task's identity is a fresh UUID, not its offset: claims name tasks by id. Submitting is one
-//! PRODUCE on the client's shared connection; concurrent calls are pipelined by the connection.
+//! append; concurrent calls on one [`PartitionLog`] are pipelined (booblik: on the partition's
+//! connection; JetStream: publishes before their acknowledgements).
+
+use std::sync::Arc;
 
 use anyhow::Context;
-use booblik_client::{AckPolicy, Client};
-use booblik_protocol::{RecordSet, TopicName};
+use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::engine::{Ack, IntoEngine, LogEngine, PartitionLog};
 use crate::queue::record::Task;
 use crate::support::clock::wall_clock_ms;
 
 /// Appends a task with `payload` (and `submitted_at_ms` = now) to partition 0 of `tasks_topic`,
-/// acknowledged FORCED: once this returns, the task survives a broker crash. Returns the new
-/// task's id and offset.
+/// acknowledged FORCED: once this returns, the task survives a broker crash (on JetStream: it is
+/// stored by the stream's quorum). Returns the new task's id and offset.
+///
+/// Opens the partition for this one task: to submit many, open it once
+/// ([`open_tasks_log`]) and call [`submit_task_to`].
 pub async fn submit_task(
-    client: &Client,
+    engine: impl IntoEngine,
     tasks_topic: &str,
     payload: Vec<u8>,
 ) -> anyhow::Result<(Uuid, i64)> {
-    submit_task_with_ack(client, tasks_topic, payload, AckPolicy::Forced).await
+    let engine = engine.into_engine();
+    let log = open_tasks_log(engine.as_ref(), tasks_topic).await?;
+    submit_task_to(log.as_ref(), payload, Ack::Forced).await
 }
 
-/// [`submit_task`] with an ack policy of your choice (`WRITTEN` is faster and may lose the
-/// task in a broker crash; `NONE` is refused because it returns no offset).
-pub async fn submit_task_with_ack(
-    client: &Client,
+/// Opens partition 0 of `tasks_topic`, the queue's tasks log.
+pub async fn open_tasks_log(
+    engine: &dyn LogEngine,
     tasks_topic: &str,
+) -> anyhow::Result<Arc<dyn PartitionLog>> {
+    engine
+        .open(tasks_topic, 0)
+        .await
+        .with_context(|| format!("cannot open the tasks topic {tasks_topic}"))
+}
+
+/// Appends a task with `payload` to `tasks` at `ack` (`Written` is faster and may lose the task
+/// in a booblik machine crash). Returns the new task's id and offset.
+pub async fn submit_task_to(
+    tasks: &dyn PartitionLog,
     payload: Vec<u8>,
-    ack: AckPolicy,
+    ack: Ack,
 ) -> anyhow::Result<(Uuid, i64)> {
-    anyhow::ensure!(
-        ack != AckPolicy::None,
-        "ack NONE returns no offset; submit with FORCED or WRITTEN"
-    );
-    let topic = TopicName::new(tasks_topic)?;
     let task = Task {
         task_id: Uuid::new_v4(),
         payload,
         submitted_at_ms: wall_clock_ms(),
     };
-    let records = RecordSet::from_payloads([task.encode()])?;
-    let response = client
-        .connection()
-        .await?
-        .produce(&topic, 0, ack, records)
+    let appended = tasks
+        .append(&[Bytes::from(task.encode())], ack)
         .await
-        .with_context(|| format!("cannot submit a task to {topic}"))?
-        .context("the broker answered nothing to an acknowledged PRODUCE")?;
-    Ok((task.task_id, response.base_offset))
+        .with_context(|| format!("cannot submit a task to {}", tasks.name()))?;
+    let offset = appended
+        .first()
+        .context("an acknowledged append of one task returned no offset")?;
+    Ok((task.task_id, offset))
 }

@@ -21,17 +21,18 @@
 //!
 //! # The followers
 //!
-//! A follower reads one partition from its first record with long polls and applies it to the
-//! view. A worker runs two — `tasks` and `claims` — each feeding the one [`LiveView`] in log order.
-//! Both start at `Earliest`: the verdict is a fold over the whole claims log, and a reader that
-//! started later would not know the leases granted before its start.
+//! A follower reads one partition ([`PartitionLog`], on whichever engine) from its first record
+//! with long polls and applies it to the view. A worker runs two — `tasks` and `claims` — each
+//! feeding the one [`LiveView`] in log order. Both start at the partition's start: the verdict is
+//! a fold over the whole claims log, and a reader that started later would not know the leases
+//! granted before its start.
 //!
-//! `Follow` sends FETCH v2 long polls, so an idle partition costs one request per
-//! `follow_max_wait_ms`. A lost connection is retried (the consumer reopens it; FETCH is safe to
-//! repeat — the rule every sample shares, [`crate::support::retry`]) a bounded number of times in
-//! a row; anything else — a CRC mismatch, an offset out of range after retention or a broker that
-//! lost its tail — stops the follower, and with it the worker: its verdicts would no longer be
-//! everyone's.
+//! Each read waits at the engine (booblik's FETCH v2 long poll, JetStream's pull with an expiry),
+//! so an idle partition costs one request per `follow_max_wait_ms`. A failure the engine calls
+//! transient (a lost connection, a leader election) is retried from the same offset — a read is
+//! safe to repeat — a bounded number of times in a row; anything else — a CRC mismatch, an offset
+//! out of range after retention or a broker that lost its tail — stops the follower, and with it
+//! the worker: its verdicts would no longer be everyone's.
 //!
 //! # After a reconnect: is the log still the log we read?
 //!
@@ -39,9 +40,10 @@
 //! offsets to the next records appended. A follower that had applied them asks for the offset
 //! after them and gets it — holding other records, with nothing in the answer to say so. Folding
 //! those into the verdicts would make this worker judge from a log nobody else has. So, as the
-//! events follow consumer does, a follower whose consumer opened a new connection re-reads the
-//! last record it applied ([`recheck`](crate::events::recheck)) before it applies the batch that
-//! came over that connection, and stops the worker with [`ViewError::LogRewritten`] naming the
+//! events follow consumer does, a follower whose partition reopened its connection
+//! ([`PartitionLog::reconnects`] grew: a broker restart, a JetStream client that reconnected to
+//! another node) re-reads the last record it applied ([`recheck`](crate::events::recheck)) before
+//! it applies the batch that came over that connection, and stops the worker with [`ViewError::LogRewritten`] naming the
 //! log if that record is not the one it applied. Only a restart (which replays both logs from
 //! their origin) can tell what the worker should believe now.
 
@@ -50,17 +52,17 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use booblik_client::{Client, ConsumerConfig, Follow, Record};
 use rand::Rng;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::events::recheck::{Applied, Recheck, recheck};
+use crate::engine::{LogRecord, MAX_READ_RECORDS, PartitionLog, ReadLimits};
+use crate::events::recheck::{Applied, Recheck, recheck_log};
 use crate::queue::pick::Pick;
 use crate::queue::record::{ClaimsRecord, Task};
 use crate::queue::state::{Event, LogName, QueueConfig, QueueState};
-use crate::support::retry::{RETRY_BACKOFF_MS, is_transient};
+use crate::support::retry::RETRY_BACKOFF_MS;
 
 /// Verdicts on own records kept for the worker at most; beyond this the oldest are dropped.
 /// The worker waits for one record at a time, so more than a handful means nobody is waiting.
@@ -158,15 +160,21 @@ impl fmt::Debug for LiveView {
 }
 
 impl LiveView {
-    /// An empty view for `worker_id`; own verdicts are kept from claims offset `own_from` on
-    /// (records before it were written by an earlier run with the same id, if any).
-    pub(crate) fn new(config: QueueConfig, worker_id: Uuid, own_from: i64) -> Self {
+    /// An empty view for `worker_id`, whose followers start at `tasks_start` and `claims_start`;
+    /// own verdicts are kept from claims offset `own_from` on (records before it were written by
+    /// an earlier run with the same id, if any).
+    pub(crate) fn new(
+        config: QueueConfig,
+        worker_id: Uuid,
+        (tasks_start, claims_start): (i64, i64),
+        own_from: i64,
+    ) -> Self {
         Self {
             worker_id,
             inner: Mutex::new(ViewInner {
                 state: QueueState::new(config),
-                tasks_next_offset: 0,
-                claims_next_offset: 0,
+                tasks_next_offset: tasks_start,
+                claims_next_offset: claims_start,
                 own_verdicts: BTreeMap::new(),
                 own_from,
                 undecodable_records: 0,
@@ -197,7 +205,7 @@ impl LiveView {
     /// skipped (every reader running this code skips the same ones, so verdicts still agree) and
     /// counted. A record the state machine refuses stops the view: it means the follower broke
     /// the one-pass, in-order rule, and every later verdict would be suspect.
-    pub(crate) fn apply(&self, log: LogName, records: &[Record], next_offset: i64) {
+    pub(crate) fn apply(&self, log: LogName, records: &[LogRecord], next_offset: i64) {
         {
             let mut inner = self.lock();
             let inner = &mut *inner;
@@ -408,44 +416,49 @@ impl StateView {
 /// [`RETRY_BACKOFF_MS`] between attempts).
 pub const MAX_CONSECUTIVE_FOLLOW_FAILURES: u32 = 20;
 
-/// What a follower needs to re-read its last applied record after a reconnect: its own client,
-/// topic and consumer settings.
-#[derive(Debug, Clone)]
-pub(crate) struct RecheckWith {
-    pub(crate) client: Client,
-    pub(crate) topic: String,
-    pub(crate) consumer: ConsumerConfig,
+/// How a follower reads: at most `wait` per read (the worker's `follow_max_wait_ms`, capped at
+/// the engine's [`MAX_READ_WAIT`](crate::engine::MAX_READ_WAIT)), and as many records per read
+/// as the engine gives.
+pub(crate) fn follow_limits(wait: Duration) -> ReadLimits {
+    ReadLimits {
+        max_records: MAX_READ_RECORDS,
+        wait: wait.min(crate::engine::MAX_READ_WAIT),
+        ..ReadLimits::default()
+    }
 }
 
-/// Spawns the follower of `log`; it runs until it fails for good or is aborted.
+/// Spawns the follower of `log`, reading `partition` from `from`; it runs until it fails for good
+/// or is aborted.
 pub(crate) fn spawn_follower(
-    follow: Follow,
+    partition: Arc<dyn PartitionLog>,
+    from: i64,
+    limits: ReadLimits,
     log: LogName,
     view: Arc<LiveView>,
-    recheck_with: RecheckWith,
 ) -> JoinHandle<()> {
-    tokio::spawn(follow_into(follow, log, view, recheck_with))
+    tokio::spawn(follow_into(partition, from, limits, log, view))
 }
 
 async fn follow_into(
-    mut follow: Follow,
+    partition: Arc<dyn PartitionLog>,
+    mut position: i64,
+    limits: ReadLimits,
     log: LogName,
     view: Arc<LiveView>,
-    recheck_with: RecheckWith,
 ) {
     let mut failures = 0u32;
-    // The last record applied, and the connections the consumer had opened when it was read: a
-    // batch fetched over a newer connection may come from a broker that lost records.
+    // The last record applied, and the partition's reconnect count when it was read: a batch
+    // read over a newer connection may come from a broker that lost records.
     let mut applied: Option<Applied> = None;
-    let mut connections_seen = follow.connections_opened();
+    let mut reconnects_seen = partition.reconnects();
     loop {
-        match follow.next_batch().await {
+        match partition.read(position, limits).await {
             Ok(batch) => {
                 failures = 0;
-                if follow.connections_opened() != connections_seen {
-                    connections_seen = follow.connections_opened();
+                if partition.reconnects() != reconnects_seen {
+                    reconnects_seen = partition.reconnects();
                     if let Some(applied) = applied
-                        && let Err(error) = log_still_holds(log, applied, &recheck_with).await
+                        && let Err(error) = log_still_holds(log, applied, partition.as_ref()).await
                     {
                         tracing::error!(%log, %error, "follower stopped");
                         view.fail(error);
@@ -453,22 +466,23 @@ async fn follow_into(
                     }
                 }
                 if let Some(last) = batch.records.last() {
-                    applied = Some(Applied::of(last));
+                    applied = Some(Applied::of_log_record(last));
                 }
                 view.apply(log, &batch.records, batch.next_offset);
+                position = batch.next_offset;
                 if view.failure().is_some() {
                     return;
                 }
             }
-            Err(error) if is_transient(&error) && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
+            Err(error) if error.is_transient() && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
                 failures += 1;
-                tracing::warn!(%log, %error, failures, position = follow.position(), "follower lost its connection; retrying");
+                tracing::warn!(%log, %error, failures, position, "follower cannot read; retrying");
                 tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
             }
             Err(error) => {
-                tracing::error!(%log, %error, position = follow.position(), "follower stopped");
+                tracing::error!(%log, %error, position, "follower stopped");
                 view.fail(ViewError::FollowerStopped(
-                    format!("{log} follower at offset {}: {error}", follow.position()).into(),
+                    format!("{log} follower at offset {position}: {error}").into(),
                 ));
                 return;
             }
@@ -476,17 +490,16 @@ async fn follow_into(
     }
 }
 
-/// Re-reads the last applied record of `log` (retrying a lost connection as the follower does):
+/// Re-reads the last applied record of `log` (retrying a transient failure as the follower does):
 /// `Ok` if it is still there as it was read, or retention has dropped it since.
 async fn log_still_holds(
     log: LogName,
     applied: Applied,
-    with: &RecheckWith,
+    partition: &dyn PartitionLog,
 ) -> Result<(), ViewError> {
     let mut failures = 0u32;
     loop {
-        let checked = recheck(&with.client, &with.topic, 0, applied, with.consumer.clone()).await;
-        match checked {
+        match recheck_log(partition, applied).await {
             Ok(Recheck::Same | Recheck::Retained) => return Ok(()),
             Ok(Recheck::Rewritten {
                 offset,
@@ -500,7 +513,7 @@ async fn log_still_holds(
                     found_crc,
                 });
             }
-            Err(error) if is_transient(&error) && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
+            Err(error) if error.is_transient() && failures < MAX_CONSECUTIVE_FOLLOW_FAILURES => {
                 failures += 1;
                 tracing::warn!(%log, %error, offset = applied.offset, "cannot re-check the last applied record yet; retrying");
                 tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
