@@ -54,7 +54,7 @@ pub async fn produce(
     let side = open(endpoint, shutdown).await?;
     let mut logs = Vec::new();
     for p in 0..partitions {
-        logs.push(side.engine().open(endpoint.topic(), p).await?);
+        logs.push(side.engine()?.open(endpoint.topic(), p).await?);
     }
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();

@@ -35,6 +35,8 @@
 pub mod bench;
 pub mod endpoint;
 pub mod intent;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod partition;
 pub mod summary;
 pub mod target;
@@ -99,6 +101,17 @@ async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> 
             engine.wait_ready(JETSTREAM_READY_LIMIT).await?;
             Ok(Side::JetStream(Box::new(engine)))
         }
+        Endpoint::Kafka { brokers, .. } => {
+            #[cfg(feature = "kafka")]
+            {
+                Ok(Side::Kafka(brokers.join(",")))
+            }
+            #[cfg(not(feature = "kafka"))]
+            {
+                let _ = brokers;
+                bail!("this build has no Kafka client: build with `--features kafka`")
+            }
+        }
     }
 }
 
@@ -107,13 +120,30 @@ enum Side {
     Booblik(BooblikEngine),
     // Boxed: the JetStream context is large, and a side is moved around by value.
     JetStream(Box<JetStreamEngine>),
+    /// Kafka's bootstrap brokers (`host:port,…`): its clients are made where they are used.
+    #[cfg(feature = "kafka")]
+    Kafka(String),
 }
 
 impl Side {
-    fn engine(&self) -> &dyn LogEngine {
+    /// The engine of a booblik or JetStream side; a Kafka side is not one.
+    // Without the feature `kafka` every side is an engine and the `Err` arm does not exist.
+    #[cfg_attr(not(feature = "kafka"), allow(clippy::unnecessary_wraps))]
+    fn engine(&self) -> anyhow::Result<&dyn LogEngine> {
         match self {
-            Side::Booblik(engine) => engine,
-            Side::JetStream(engine) => engine.as_ref(),
+            Side::Booblik(engine) => Ok(engine),
+            Side::JetStream(engine) => Ok(engine.as_ref()),
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => bail!("kafka://{brokers} is not a booblik or JetStream engine"),
+        }
+    }
+
+    /// How many partitions `topic` has on this side.
+    async fn partition_count(&self, topic: &str) -> anyhow::Result<i32> {
+        match self {
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => kafka::partition_count(brokers, topic),
+            _ => Ok(self.engine()?.partition_count(topic).await?),
         }
     }
 }
@@ -128,6 +158,12 @@ pub async fn run(
     let (source_topic, target_topic) = (config.source.topic(), config.target.topic());
     let source = open(&config.source, &shutdown).await?;
     let target = open(&config.target, &shutdown).await?;
+    #[cfg(feature = "kafka")]
+    if let Side::Kafka(brokers) = &source {
+        // Out of Kafka the position is Kafka's and keys pick the partitions: its own loop.
+        return kafka::relay_into_booblik(config, brokers, target.engine()?, counters, shutdown)
+            .await;
+    }
     let partitions = counters.partitions.len() as i32;
     let store = Arc::new(
         FileOffsetStore::open(&config.offsets_dir)
@@ -138,9 +174,15 @@ pub async fn run(
         max_records: config.batch_max_records,
         ..ReadLimits::default()
     };
+    // One producer for every partition of a Kafka target (it is a connection pool).
+    #[cfg(feature = "kafka")]
+    let kafka_producer = match &target {
+        Side::Kafka(brokers) => Some(kafka::producer(brokers)?),
+        _ => None,
+    };
     let mut tasks = tokio::task::JoinSet::new();
     for p in 0..partitions {
-        let log = source.engine().open(source_topic, p).await?;
+        let log = source.engine()?.open(source_topic, p).await?;
         let writer: Box<dyn TargetPartition> = match &target {
             Side::Booblik(engine) => Box::new(BooblikTarget::new(
                 engine.open(target_topic, p).await?,
@@ -159,6 +201,14 @@ pub async fn run(
                     format!("{source_topic}/{p}"),
                 ))
             }
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => Box::new(kafka::KafkaTarget::new(
+                kafka_producer.clone().expect("made for a Kafka target"),
+                brokers,
+                target_topic,
+                p,
+                format!("{source_topic}/{p}"),
+            )),
         };
         let relay = partition::PartitionRelay {
             source: log,
@@ -208,10 +258,17 @@ pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::
             crate::engine::MAX_READ_RECORDS
         );
     }
+    if matches!(config.source, Endpoint::Kafka { .. })
+        && !matches!(config.target, Endpoint::Booblik { .. })
+    {
+        bail!(
+            "out of Kafka the relay writes booblik only (the key picks a booblik partition); {} is not booblik",
+            config.target
+        );
+    }
     let source = open(&config.source, shutdown).await?;
     let target = open(&config.target, shutdown).await?;
     let from = source
-        .engine()
         .partition_count(config.source.topic())
         .await
         .with_context(|| format!("source {}", config.source))?;
@@ -226,11 +283,13 @@ pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::
             .with_context(|| format!("cannot create the streams of {}", config.target))?;
     }
     let to = target
-        .engine()
         .partition_count(config.target.topic())
         .await
         .with_context(|| format!("target {}", config.target))?;
-    if from != to {
+    // Out of Kafka the key picks the target partition: any two counts go together. Counters
+    // are by Kafka partition.
+    let keyed = matches!(config.source, Endpoint::Kafka { .. });
+    if from != to && !keyed {
         bail!(
             "the source {} has {from} partitions and the target {} has {to}: partition p is relayed to partition p, so the counts must be equal",
             config.source,

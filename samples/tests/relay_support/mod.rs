@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // Each test file uses a different subset.
 
+#[cfg(feature = "kafka")]
+pub mod kafka;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -124,11 +127,15 @@ pub struct Landed {
 /// Reads target partition `p` and panics unless every one of `produced` source records is
 /// there, first seen in source order. Returns the count of records seen twice.
 pub async fn check_partition(log: &dyn PartitionLog, p: i32, produced: u64) -> Landed {
-    let all = read_all(log).await;
+    check_payloads(&read_all(log).await, p, produced)
+}
+
+/// [`check_partition`] over payloads already read (from a target that is not an engine).
+pub fn check_payloads(all: &[Bytes], p: i32, produced: u64) -> Landed {
     let mut seen = vec![false; produced as usize];
     let mut next_new = 0u64;
     let mut duplicates = 0;
-    for bytes in &all {
+    for bytes in all {
         let n = parse_payload(p, bytes);
         assert!(n < produced, "partition {p}: record {n} was never produced");
         if seen[n as usize] {
