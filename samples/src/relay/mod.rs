@@ -8,14 +8,16 @@
 //! |---|---|---|
 //! | booblik | the `FileOffsetStore`, saved after the target acknowledged | the broker keeps no consumer state |
 //! | JetStream | the `FileOffsetStore`, as for every sample on JetStream | the engine's contract: positions are the consumer's |
+//! | Kafka (feature `kafka`) | Kafka's committed offsets of the group, for partitions the relay assigns itself | Kafka keeps consumer positions; assign: no membership, no rebalance |
 //!
 //! | writing | what a restart learns from the target | duplicates |
 //! |---|---|---|
 //! | JetStream | the source position in the last record's headers; `Nats-Msg-Id` | none: it resumes after the tail |
+//! | Kafka | the source position in the last record's headers | none: it resumes after the tail |
 //! | booblik | nothing per record (no headers): an intent file vs. the high watermark | counted, at most one batch per partition per crash |
 //!
 //! Partition p of the source goes to partition p of the target; the relay refuses to start when
-//! the counts differ. Streams are named as the JetStream engine names them
+//! the counts differ. Out of Kafka the key picks the booblik partition instead (`kafka.rs`). Streams are named as the JetStream engine names them
 //! ([`crate::engine::jetstream::naming`]). `docs/relay.md` has the whole story and the figures.
 //!
 //! # Layout
@@ -23,12 +25,13 @@
 //! | file | what it is |
 //! |---|---|
 //! | `mod.rs` | [`RelayConfig`] and [`run`]: open both sides, check partitions, one task per partition |
-//! | `endpoint.rs` | `booblik://…` and `jetstream://…` URLs |
+//! | `endpoint.rs` | `booblik://…`, `jetstream://…` and `kafka://…` URLs |
 //! | `partition.rs` | one partition's loop: read, write, save the position |
 //! | `target.rs` | what a target must answer: where to resume, and a write |
 //! | `target_booblik.rs` | into booblik: appends guarded by an intent |
 //! | `target_jetstream.rs` | into JetStream: headers with the source position, tail read on start |
 //! | `intent.rs` | the intent file: the source range about to be written |
+//! | `kafka.rs` | feature `kafka`: into Kafka (headers, tail read), and out of Kafka into booblik (group offsets, keys through the shared partitioner, one keyed intent) |
 //! | `summary.rs` | counters, `GET /stats` and the JSON summary |
 //! | `bench.rs` | `--bench-records`: relay records/s beside each side's produce rate |
 
@@ -89,6 +92,30 @@ pub struct RelayConfig {
     pub create_streams_replicas: Option<usize>,
 }
 
+/// Both sides of a relay, opened once ([`Sides::open`]) and shared by the partition-count
+/// check, the relay and `--bench-records`.
+#[derive(Debug)]
+pub struct Sides {
+    /// The side read.
+    pub source: Side,
+    /// The side written.
+    pub target: Side,
+}
+
+impl Sides {
+    /// Connects to both ends of `config` (waiting for a JetStream cluster to answer).
+    pub async fn open(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::Result<Self> {
+        Ok(Self {
+            source: open(&config.source, shutdown)
+                .await
+                .with_context(|| format!("source {}", config.source))?,
+            target: open(&config.target, shutdown)
+                .await
+                .with_context(|| format!("target {}", config.target))?,
+        })
+    }
+}
+
 /// Opens one side.
 async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> {
     match endpoint {
@@ -116,9 +143,11 @@ async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> 
 }
 
 /// An opened side: the engine, plus what a target adapter needs beyond it.
-enum Side {
+#[derive(Debug)]
+pub enum Side {
+    /// A booblik broker.
     Booblik(BooblikEngine),
-    // Boxed: the JetStream context is large, and a side is moved around by value.
+    /// A JetStream cluster. Boxed: the JetStream context is large.
     JetStream(Box<JetStreamEngine>),
     /// Kafka's bootstrap brokers (`host:port,…`): its clients are made where they are used.
     #[cfg(feature = "kafka")]
@@ -152,14 +181,14 @@ impl Side {
 /// filled as it goes (serve it as `GET /stats`); make it with [`counters_for`].
 pub async fn run(
     config: &RelayConfig,
+    sides: &Sides,
     counters: Arc<Counters>,
     shutdown: Shutdown,
 ) -> anyhow::Result<Summary> {
     let (source_topic, target_topic) = (config.source.topic(), config.target.topic());
-    let source = open(&config.source, &shutdown).await?;
-    let target = open(&config.target, &shutdown).await?;
+    let (source, target) = (&sides.source, &sides.target);
     #[cfg(feature = "kafka")]
-    if let Side::Kafka(brokers) = &source {
+    if let Side::Kafka(brokers) = source {
         // Out of Kafka the position is Kafka's and keys pick the partitions: its own loop.
         return kafka::relay_into_booblik(config, brokers, target.engine()?, counters, shutdown)
             .await;
@@ -176,14 +205,14 @@ pub async fn run(
     };
     // One producer for every partition of a Kafka target (it is a connection pool).
     #[cfg(feature = "kafka")]
-    let kafka_producer = match &target {
+    let kafka_producer = match target {
         Side::Kafka(brokers) => Some(kafka::producer(brokers)?),
         _ => None,
     };
     let mut tasks = tokio::task::JoinSet::new();
     for p in 0..partitions {
         let log = source.engine()?.open(source_topic, p).await?;
-        let writer: Box<dyn TargetPartition> = match &target {
+        let writer: Box<dyn TargetPartition> = match target {
             Side::Booblik(engine) => Box::new(BooblikTarget::new(
                 engine.open(target_topic, p).await?,
                 intent::path(&config.offsets_dir, &config.consumer, source_topic, p),
@@ -239,7 +268,7 @@ pub async fn run(
 /// Checks the configuration and both partition counts, and returns counters for the relay.
 /// Refuses (before anything is read or written) when the counts differ: partition p goes to
 /// partition p, and a key's partition depends on the count.
-pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::Result<Counters> {
+pub async fn counters_for(config: &RelayConfig, sides: &Sides) -> anyhow::Result<Counters> {
     if config.consumer.is_empty()
         || !config
             .consumer
@@ -266,19 +295,19 @@ pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::
             config.target
         );
     }
-    let source = open(&config.source, shutdown).await?;
-    let target = open(&config.target, shutdown).await?;
+    let (source, target) = (&sides.source, &sides.target);
     let from = source
         .partition_count(config.source.topic())
         .await
         .with_context(|| format!("source {}", config.source))?;
-    if let (Some(replicas), Side::JetStream(engine)) = (config.create_streams_replicas, &target) {
+    if let (Some(replicas), Side::JetStream(engine)) = (config.create_streams_replicas, target) {
         let settings = crate::engine::jetstream::StreamSettings {
             replicas,
             max_age: None,
         };
-        engine
-            .ensure_topics(&[(config.target.topic().to_owned(), from)], &settings)
+        // The samples' own topic setup: creates the streams when the topic has none, then waits
+        // until every new stream has a leader (a fresh R3 stream answers nothing before).
+        cli::ensure_topic(engine, config.target.topic(), from, &settings)
             .await
             .with_context(|| format!("cannot create the streams of {}", config.target))?;
     }

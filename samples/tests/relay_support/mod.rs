@@ -248,3 +248,25 @@ pub async fn crash_loop(
     logged.push(logged_duplicates(&log));
     (produced, logged, summary)
 }
+
+/// A local address nobody listens on (bound, then released).
+pub fn free_addr() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// `GET path` on `addr`: the status and the JSON body, or `None` when nothing answers yet.
+pub async fn get_json(addr: std::net::SocketAddr, path: &str) -> Option<(u16, serde_json::Value)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, serde_json::from_str(body).ok()?))
+}
