@@ -46,12 +46,7 @@ async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_into_b
     let stop = Shutdown::new();
     let producer = produce_until(source, "events", stop.clone());
     let offsets = dir.path().join("offsets");
-    let hosts: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| u.trim_start_matches("nats://").to_owned())
-        .collect();
-    let source_url = format!("jetstream://{}/events", hosts.join(","));
+    let source_url = relay_support::jetstream_url(&cluster, "events");
     let target_url = format!("booblik://{}/mirror", broker.local_addr());
     let batch = BATCH.to_string();
     let args = [

@@ -68,12 +68,7 @@ async fn a_relay_killed_20_times_loses_nothing_and_duplicates_nothing_into_jetst
     let producer = produce_until(source, "events", stop.clone());
     let offsets = dir.path().join("offsets");
     let source_url = format!("booblik://{}/events", broker.local_addr());
-    let hosts: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| u.trim_start_matches("nats://").to_owned())
-        .collect();
-    let target_url = format!("jetstream://{}/mirror", hosts.join(","));
+    let target_url = relay_support::jetstream_url(&cluster, "mirror");
     let batch = BATCH.to_string();
     let args = [
         source_url.as_str(),

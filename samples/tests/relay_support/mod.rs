@@ -270,3 +270,16 @@ pub async fn get_json(addr: std::net::SocketAddr, path: &str) -> Option<(u16, se
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     Some((status, serde_json::from_str(body).ok()?))
 }
+
+/// `jetstream://host:port,…/topic` for every node of `cluster`.
+pub fn jetstream_url(
+    cluster: &booblik_samples::support::nats_cluster::NatsCluster,
+    topic: &str,
+) -> String {
+    let hosts: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| u.trim_start_matches("nats://").to_owned())
+        .collect();
+    format!("jetstream://{}/{topic}", hosts.join(","))
+}
