@@ -7,7 +7,9 @@
 #                     consumer killed with SIGKILL resumes from its saved offset, not from 0.
 # 2. check-queue.sh   profile `queue`: the worker holding a task is killed; after the lease the
 #                     task is won by another worker; every task completes; queue-verify passes.
-# 3. check-load.sh    profile `load`: `booblik-load queue` against the compose broker exits 0.
+# 3. check-relay.sh   profile `relay`: the relay mirrors `events` into `mirror`; SIGKILLed, it
+#                     restarts at its saved positions (not 0) and catches up; duplicates counted.
+# 4. check-load.sh    profile `load`: `booblik-load queue` against the compose broker exits 0.
 #
 # Each run uses its own compose project name, a free subnet and host ports picked by the engine,
 # so it can run beside a live demo or another check. On any failure it prints the services'
@@ -29,7 +31,8 @@ export BOOBLIK_IMAGE=${BOOBLIK_IMAGE:-booblik:dev}
 # Host ports: empty means "the engine picks one"; the checks ask `compose port`.
 for port_var in BOOBLIK_BROKER_PORT BOOBLIK_METRICS_PORT BOOBLIK_PUBLISHER_PORT \
   BOOBLIK_CONSUMER_0_PORT BOOBLIK_CONSUMER_1_PORT BOOBLIK_CONSUMER_2_PORT \
-  BOOBLIK_PROJECTION_PORT BOOBLIK_WORKER_1_PORT BOOBLIK_WORKER_2_PORT BOOBLIK_WORKER_3_PORT; do
+  BOOBLIK_PROJECTION_PORT BOOBLIK_WORKER_1_PORT BOOBLIK_WORKER_2_PORT BOOBLIK_WORKER_3_PORT \
+  BOOBLIK_RELAY_PORT; do
   export "$port_var="
 done
 # Queue timing for the check: a short lease so the takeover comes quickly, work long enough to
@@ -54,12 +57,12 @@ teardown() {
   trap - EXIT INT TERM
   if [ "$status" -ne 0 ]; then
     log "--- services ---"
-    compose --profile queue --profile load ps >&2 || true
+    compose --profile queue --profile load --profile relay ps >&2 || true
     log "--- last log lines ---"
-    compose --profile queue --profile load logs --no-color --tail=40 >&2 || true
+    compose --profile queue --profile load --profile relay logs --no-color --tail=40 >&2 || true
   fi
   log "tearing down $COMPOSE_PROJECT_NAME (down -v)"
-  compose --profile queue --profile queue-verify --profile load \
+  compose --profile queue --profile queue-verify --profile load --profile relay \
     down -v --remove-orphans --timeout 5 >/dev/null 2>&1 \
     || log "WARNING: down -v failed for $COMPOSE_PROJECT_NAME"
   if [ "$status" -eq 0 ]; then
@@ -75,6 +78,7 @@ trap 'exit 130' INT TERM
 log "project $COMPOSE_PROJECT_NAME, image $BOOBLIK_IMAGE, network $BOOBLIK_NET_PREFIX.0/24"
 "$here/check-events.sh"
 "$here/check-queue.sh"
+"$here/check-relay.sh"
 if [ "${BOOBLIK_CHECK_LOAD:-1}" != 0 ]; then
   "$here/check-load.sh"
 else

@@ -1,4 +1,4 @@
-//! JetStream → booblik under a crash loop: the relay binary is SIGKILLed mid-stream 20 times
+//! JetStream → booblik under a crash loop: the relay binary is SIGKILLed mid-stream 20 times, on a 3-node cluster with R3 streams,
 //! while a producer keeps writing the source, then run to the end. Nothing is lost. booblik
 //! records carry no headers, so a crash between a write and its saved position writes that
 //! batch again: the test counts the duplicates in the target and checks that the relay counted
@@ -28,14 +28,15 @@ const ROUNDS: usize = 20;
 #[ignore = "needs nats-server; run by .ci/run with --ignored"]
 async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_into_booblik() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = NatsCluster::start(&dir.path().join("nats"), 1).unwrap();
+    let cluster = NatsCluster::start(&dir.path().join("nats"), 3).unwrap();
     let nats = JetStreamEngine::connect(&cluster.urls()).await.unwrap();
     nats.wait_ready(Duration::from_secs(30)).await.unwrap();
     let settings = StreamSettings {
-        replicas: 1,
+        replicas: 3,
         max_age: None,
     };
-    nats.ensure_topics(&[("events".into(), PARTITIONS)], &settings)
+    // Creates the streams and waits for their leaders.
+    booblik_samples::support::cli::ensure_topic(&nats, "events", PARTITIONS, &settings)
         .await
         .unwrap();
     let source: Arc<dyn LogEngine> = Arc::new(nats.clone());
@@ -45,12 +46,7 @@ async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_into_b
     let stop = Shutdown::new();
     let producer = produce_until(source, "events", stop.clone());
     let offsets = dir.path().join("offsets");
-    let hosts: Vec<String> = cluster
-        .urls()
-        .iter()
-        .map(|u| u.trim_start_matches("nats://").to_owned())
-        .collect();
-    let source_url = format!("jetstream://{}/events", hosts.join(","));
+    let source_url = relay_support::jetstream_url(&cluster, "events");
     let target_url = format!("booblik://{}/mirror", broker.local_addr());
     let batch = BATCH.to_string();
     let args = [

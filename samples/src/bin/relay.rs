@@ -6,13 +6,15 @@
 //!       [--bench-records N]
 //!
 //!   SOURCE, TARGET:  booblik://host:port/topic  |  jetstream://host:port[,host:port]/topic
+//!                    |  kafka://host:port[,host:port]/topic   (built with --features kafka)
 //! ```
 //!
 //! With `--bench-records N` it first produces N records per partition into the source, relays
 //! to the end, then produces N per partition into the target, and prints the three rates
 //! (`relay::bench`; scratch topics only).
 //!
-//! Partition p goes to partition p; both topics must exist with the same partition count. The
+//! Partition p goes to partition p; both topics must exist with the same partition count (out
+//! of Kafka, into booblik only, the key picks the partition instead). The
 //! code that matters is `booblik_samples::relay`; `docs/relay.md` says where each position lives.
 
 use std::path::PathBuf;
@@ -27,10 +29,11 @@ use clap::Parser;
 #[command(
     name = "relay",
     version,
-    about = "Relay a topic between booblik and JetStream"
+    about = "Relay a topic between booblik, JetStream and (feature `kafka`) Kafka"
 )]
 struct Cli {
-    /// Read from: booblik://host:port/topic or jetstream://host:port[,host:port]/topic.
+    /// Read from: booblik://host:port/topic, jetstream://host:port[,host:port]/topic or
+    /// kafka://host:port[,host:port]/topic (built with `--features kafka`).
     source: Endpoint,
     /// Write to: the same forms.
     target: Endpoint,
@@ -73,14 +76,15 @@ async fn main() -> anyhow::Result<()> {
         exit_when_caught_up: cli.exit_when_caught_up || cli.bench_records.is_some(),
         create_streams_replicas: cli.create_streams_replicas,
     };
-    let mut counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
+    let sides = relay::Sides::open(&config, &shutdown).await?;
+    let mut counters = Arc::new(relay::counters_for(&config, &sides).await?);
     let partitions = counters.partitions.len() as i32;
     let batch = config.batch_max_records;
     let source_rate = match cli.bench_records {
         Some(n) => {
-            let rate = bench::produce(&config.source, partitions, n, batch, &shutdown).await?;
+            let rate = bench::produce(&config.source, &sides.source, partitions, n, batch).await?;
             // Fresh counters: the relay's clock starts after the source was produced.
-            counters = Arc::new(relay::counters_for(&config, &shutdown).await?);
+            counters = Arc::new(relay::counters_for(&config, &sides).await?);
             Some(rate)
         }
         None => None,
@@ -95,12 +99,12 @@ async fn main() -> anyhow::Result<()> {
         snapshot,
     )
     .await?;
-    let summary = relay::run(&config, counters, shutdown.clone()).await?;
+    let summary = relay::run(&config, &sides, counters, shutdown.clone()).await?;
     let (Some(n), Some(source_rate)) = (cli.bench_records, source_rate) else {
         println!("{}", serde_json::to_string(&summary)?);
         return Ok(());
     };
-    let target_rate = bench::produce(&config.target, partitions, n, batch, &shutdown).await?;
+    let target_rate = bench::produce(&config.target, &sides.target, partitions, n, batch).await?;
     let figures = bench::BenchFigures {
         records_per_partition: n,
         partitions,

@@ -7,8 +7,14 @@
 //!                                                partitions are its streams (engine::jetstream::naming)
 //! ```
 //!
-//! `kafka://` is recognised only to say that this build has no Kafka client (see
-//! `docs/relay.md`): a clear refusal, not "unknown scheme".
+//!   kafka://127.0.0.1:9092,127.0.0.1:9093/events
+//!                                                bootstrap brokers of a Kafka cluster (feature `kafka`)
+//! ```
+//!
+//! Without the cargo feature `kafka`, `kafka://` is recognised only to say that this build has
+//! no Kafka client (see `docs/relay.md`): a clear refusal, not "unknown scheme".
+//!
+//! ```text
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,6 +33,13 @@ pub enum Endpoint {
     JetStream {
         /// `nats://host:port` of every node given.
         urls: Vec<String>,
+        /// The topic.
+        topic: String,
+    },
+    /// A Kafka cluster (its bootstrap brokers) and a topic (only with the feature `kafka`).
+    Kafka {
+        /// `host:port` of every bootstrap broker given.
+        brokers: Vec<String>,
         /// The topic.
         topic: String,
     },
@@ -60,7 +73,9 @@ impl Endpoint {
     /// The topic on this end.
     pub fn topic(&self) -> &str {
         match self {
-            Endpoint::Booblik { topic, .. } | Endpoint::JetStream { topic, .. } => topic,
+            Endpoint::Booblik { topic, .. }
+            | Endpoint::JetStream { topic, .. }
+            | Endpoint::Kafka { topic, .. } => topic,
         }
     }
 }
@@ -109,13 +124,18 @@ impl FromStr for Endpoint {
                 urls: hosts.iter().map(|h| format!("nats://{h}")).collect(),
                 topic,
             }),
+            "kafka" if cfg!(feature = "kafka") => Ok(Endpoint::Kafka {
+                brokers: hosts.iter().map(|h| (*h).to_owned()).collect(),
+                topic,
+            }),
             "kafka" => Err(EndpointError::Scheme {
                 url: url.to_owned(),
-                why: "this build has no Kafka client (see docs/relay.md)".into(),
+                why: "this build has no Kafka client: build with `--features kafka` (see docs/relay.md)"
+                    .into(),
             }),
             other => Err(EndpointError::Scheme {
                 url: url.to_owned(),
-                why: format!("unknown scheme {other:?}: booblik or jetstream"),
+                why: format!("unknown scheme {other:?}: booblik, jetstream or kafka"),
             }),
         }
     }
@@ -131,6 +151,9 @@ impl fmt::Display for Endpoint {
                     .map(|u| u.strip_prefix("nats://").unwrap_or(u))
                     .collect();
                 write!(f, "jetstream://{}/{topic}", hosts.join(","))
+            }
+            Endpoint::Kafka { brokers, topic } => {
+                write!(f, "kafka://{}/{topic}", brokers.join(","))
             }
         }
     }
@@ -168,9 +191,20 @@ mod tests {
             "booblik://h/t",
             "booblik://h:1/a b",
             "redis://h:1/t",
-            "kafka://h:1/t",
+            "kafka://h/t",
         ] {
             assert!(url.parse::<Endpoint>().is_err(), "{url} parsed");
+        }
+    }
+
+    #[test]
+    fn kafka_parses_only_where_the_build_has_a_client() {
+        let parsed = "kafka://a:9092,b:9093/events".parse::<Endpoint>();
+        if cfg!(feature = "kafka") {
+            assert_eq!(parsed.unwrap().to_string(), "kafka://a:9092,b:9093/events");
+        } else {
+            let error = parsed.unwrap_err().to_string();
+            assert!(error.contains("--features kafka"), "{error}");
         }
     }
 }

@@ -8,14 +8,16 @@
 //! |---|---|---|
 //! | booblik | the `FileOffsetStore`, saved after the target acknowledged | the broker keeps no consumer state |
 //! | JetStream | the `FileOffsetStore`, as for every sample on JetStream | the engine's contract: positions are the consumer's |
+//! | Kafka (feature `kafka`) | Kafka's committed offsets of the group, for partitions the relay assigns itself | Kafka keeps consumer positions; assign: no membership, no rebalance |
 //!
 //! | writing | what a restart learns from the target | duplicates |
 //! |---|---|---|
 //! | JetStream | the source position in the last record's headers; `Nats-Msg-Id` | none: it resumes after the tail |
+//! | Kafka | the source position in the last record's headers | none: it resumes after the tail |
 //! | booblik | nothing per record (no headers): an intent file vs. the high watermark | counted, at most one batch per partition per crash |
 //!
 //! Partition p of the source goes to partition p of the target; the relay refuses to start when
-//! the counts differ. Streams are named as the JetStream engine names them
+//! the counts differ. Out of Kafka the key picks the booblik partition instead (`kafka.rs`). Streams are named as the JetStream engine names them
 //! ([`crate::engine::jetstream::naming`]). `docs/relay.md` has the whole story and the figures.
 //!
 //! # Layout
@@ -23,18 +25,21 @@
 //! | file | what it is |
 //! |---|---|
 //! | `mod.rs` | [`RelayConfig`] and [`run`]: open both sides, check partitions, one task per partition |
-//! | `endpoint.rs` | `booblik://…` and `jetstream://…` URLs |
+//! | `endpoint.rs` | `booblik://…`, `jetstream://…` and `kafka://…` URLs |
 //! | `partition.rs` | one partition's loop: read, write, save the position |
 //! | `target.rs` | what a target must answer: where to resume, and a write |
 //! | `target_booblik.rs` | into booblik: appends guarded by an intent |
 //! | `target_jetstream.rs` | into JetStream: headers with the source position, tail read on start |
 //! | `intent.rs` | the intent file: the source range about to be written |
+//! | `kafka.rs` | feature `kafka`: into Kafka (headers, tail read), and out of Kafka into booblik (group offsets, keys through the shared partitioner, one keyed intent) |
 //! | `summary.rs` | counters, `GET /stats` and the JSON summary |
 //! | `bench.rs` | `--bench-records`: relay records/s beside each side's produce rate |
 
 pub mod bench;
 pub mod endpoint;
 pub mod intent;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod partition;
 pub mod summary;
 pub mod target;
@@ -87,6 +92,30 @@ pub struct RelayConfig {
     pub create_streams_replicas: Option<usize>,
 }
 
+/// Both sides of a relay, opened once ([`Sides::open`]) and shared by the partition-count
+/// check, the relay and `--bench-records`.
+#[derive(Debug)]
+pub struct Sides {
+    /// The side read.
+    pub source: Side,
+    /// The side written.
+    pub target: Side,
+}
+
+impl Sides {
+    /// Connects to both ends of `config` (waiting for a JetStream cluster to answer).
+    pub async fn open(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::Result<Self> {
+        Ok(Self {
+            source: open(&config.source, shutdown)
+                .await
+                .with_context(|| format!("source {}", config.source))?,
+            target: open(&config.target, shutdown)
+                .await
+                .with_context(|| format!("target {}", config.target))?,
+        })
+    }
+}
+
 /// Opens one side.
 async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> {
     match endpoint {
@@ -99,21 +128,51 @@ async fn open(endpoint: &Endpoint, shutdown: &Shutdown) -> anyhow::Result<Side> 
             engine.wait_ready(JETSTREAM_READY_LIMIT).await?;
             Ok(Side::JetStream(Box::new(engine)))
         }
+        Endpoint::Kafka { brokers, .. } => {
+            #[cfg(feature = "kafka")]
+            {
+                Ok(Side::Kafka(brokers.join(",")))
+            }
+            #[cfg(not(feature = "kafka"))]
+            {
+                let _ = brokers;
+                bail!("this build has no Kafka client: build with `--features kafka`")
+            }
+        }
     }
 }
 
 /// An opened side: the engine, plus what a target adapter needs beyond it.
-enum Side {
+#[derive(Debug)]
+pub enum Side {
+    /// A booblik broker.
     Booblik(BooblikEngine),
-    // Boxed: the JetStream context is large, and a side is moved around by value.
+    /// A JetStream cluster. Boxed: the JetStream context is large.
     JetStream(Box<JetStreamEngine>),
+    /// Kafka's bootstrap brokers (`host:port,…`): its clients are made where they are used.
+    #[cfg(feature = "kafka")]
+    Kafka(String),
 }
 
 impl Side {
-    fn engine(&self) -> &dyn LogEngine {
+    /// The engine of a booblik or JetStream side; a Kafka side is not one.
+    // Without the feature `kafka` every side is an engine and the `Err` arm does not exist.
+    #[cfg_attr(not(feature = "kafka"), allow(clippy::unnecessary_wraps))]
+    fn engine(&self) -> anyhow::Result<&dyn LogEngine> {
         match self {
-            Side::Booblik(engine) => engine,
-            Side::JetStream(engine) => engine.as_ref(),
+            Side::Booblik(engine) => Ok(engine),
+            Side::JetStream(engine) => Ok(engine.as_ref()),
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => bail!("kafka://{brokers} is not a booblik or JetStream engine"),
+        }
+    }
+
+    /// How many partitions `topic` has on this side.
+    async fn partition_count(&self, topic: &str) -> anyhow::Result<i32> {
+        match self {
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => kafka::partition_count(brokers, topic),
+            _ => Ok(self.engine()?.partition_count(topic).await?),
         }
     }
 }
@@ -122,12 +181,18 @@ impl Side {
 /// filled as it goes (serve it as `GET /stats`); make it with [`counters_for`].
 pub async fn run(
     config: &RelayConfig,
+    sides: &Sides,
     counters: Arc<Counters>,
     shutdown: Shutdown,
 ) -> anyhow::Result<Summary> {
     let (source_topic, target_topic) = (config.source.topic(), config.target.topic());
-    let source = open(&config.source, &shutdown).await?;
-    let target = open(&config.target, &shutdown).await?;
+    let (source, target) = (&sides.source, &sides.target);
+    #[cfg(feature = "kafka")]
+    if let Side::Kafka(brokers) = source {
+        // Out of Kafka the position is Kafka's and keys pick the partitions: its own loop.
+        return kafka::relay_into_booblik(config, brokers, target.engine()?, counters, shutdown)
+            .await;
+    }
     let partitions = counters.partitions.len() as i32;
     let store = Arc::new(
         FileOffsetStore::open(&config.offsets_dir)
@@ -138,10 +203,16 @@ pub async fn run(
         max_records: config.batch_max_records,
         ..ReadLimits::default()
     };
+    // One producer for every partition of a Kafka target (it is a connection pool).
+    #[cfg(feature = "kafka")]
+    let kafka_producer = match target {
+        Side::Kafka(brokers) => Some(kafka::producer(brokers)?),
+        _ => None,
+    };
     let mut tasks = tokio::task::JoinSet::new();
     for p in 0..partitions {
-        let log = source.engine().open(source_topic, p).await?;
-        let writer: Box<dyn TargetPartition> = match &target {
+        let log = source.engine()?.open(source_topic, p).await?;
+        let writer: Box<dyn TargetPartition> = match target {
             Side::Booblik(engine) => Box::new(BooblikTarget::new(
                 engine.open(target_topic, p).await?,
                 intent::path(&config.offsets_dir, &config.consumer, source_topic, p),
@@ -159,6 +230,14 @@ pub async fn run(
                     format!("{source_topic}/{p}"),
                 ))
             }
+            #[cfg(feature = "kafka")]
+            Side::Kafka(brokers) => Box::new(kafka::KafkaTarget::new(
+                kafka_producer.clone().expect("made for a Kafka target"),
+                brokers,
+                target_topic,
+                p,
+                format!("{source_topic}/{p}"),
+            )),
         };
         let relay = partition::PartitionRelay {
             source: log,
@@ -189,7 +268,7 @@ pub async fn run(
 /// Checks the configuration and both partition counts, and returns counters for the relay.
 /// Refuses (before anything is read or written) when the counts differ: partition p goes to
 /// partition p, and a key's partition depends on the count.
-pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::Result<Counters> {
+pub async fn counters_for(config: &RelayConfig, sides: &Sides) -> anyhow::Result<Counters> {
     if config.consumer.is_empty()
         || !config
             .consumer
@@ -208,29 +287,38 @@ pub async fn counters_for(config: &RelayConfig, shutdown: &Shutdown) -> anyhow::
             crate::engine::MAX_READ_RECORDS
         );
     }
-    let source = open(&config.source, shutdown).await?;
-    let target = open(&config.target, shutdown).await?;
+    if matches!(config.source, Endpoint::Kafka { .. })
+        && !matches!(config.target, Endpoint::Booblik { .. })
+    {
+        bail!(
+            "out of Kafka the relay writes booblik only (the key picks a booblik partition); {} is not booblik",
+            config.target
+        );
+    }
+    let (source, target) = (&sides.source, &sides.target);
     let from = source
-        .engine()
         .partition_count(config.source.topic())
         .await
         .with_context(|| format!("source {}", config.source))?;
-    if let (Some(replicas), Side::JetStream(engine)) = (config.create_streams_replicas, &target) {
+    if let (Some(replicas), Side::JetStream(engine)) = (config.create_streams_replicas, target) {
         let settings = crate::engine::jetstream::StreamSettings {
             replicas,
             max_age: None,
         };
-        engine
-            .ensure_topics(&[(config.target.topic().to_owned(), from)], &settings)
+        // The samples' own topic setup: creates the streams when the topic has none, then waits
+        // until every new stream has a leader (a fresh R3 stream answers nothing before).
+        cli::ensure_topic(engine, config.target.topic(), from, &settings)
             .await
             .with_context(|| format!("cannot create the streams of {}", config.target))?;
     }
     let to = target
-        .engine()
         .partition_count(config.target.topic())
         .await
         .with_context(|| format!("target {}", config.target))?;
-    if from != to {
+    // Out of Kafka the key picks the target partition: any two counts go together. Counters
+    // are by Kafka partition.
+    let keyed = matches!(config.source, Endpoint::Kafka { .. });
+    if from != to && !keyed {
         bail!(
             "the source {} has {from} partitions and the target {} has {to}: partition p is relayed to partition p, so the counts must be equal",
             config.source,

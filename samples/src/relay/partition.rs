@@ -98,6 +98,21 @@ impl PartitionRelay {
                 Err(error) => return Err(error).with_context(|| format!("{name}: cannot read")),
             };
             let Some(first) = batch.records.first() else {
+                // Nothing to write, but the read may still have moved on (past a gap, or from
+                // below the origin to the first offset): save that, or the position stays stuck
+                // behind it and every restart reads the same empty stretch again.
+                if batch.next_offset > position {
+                    self.store
+                        .save(
+                            &self.consumer,
+                            &name.topic,
+                            name.partition,
+                            batch.next_offset,
+                        )
+                        .await?;
+                    position = batch.next_offset;
+                    c.position.store(position, Ordering::Relaxed);
+                }
                 continue;
             };
             let first = first.offset;
@@ -126,5 +141,108 @@ impl PartitionRelay {
                 "relayed batch"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::engine::{Ack, Appended, Bounds, LogRecord, PartitionName, ReadBatch};
+    use crate::relay::target::Recovery;
+
+    /// A source whose offsets 0..5 are a gap: a read there returns no record but moves on to
+    /// 5, where records 5..8 are.
+    #[derive(Debug)]
+    struct Gapped(PartitionName);
+
+    #[async_trait]
+    impl PartitionLog for Gapped {
+        fn name(&self) -> &PartitionName {
+            &self.0
+        }
+        async fn append(&self, _: &[Bytes], _: Ack) -> Result<Appended, EngineError> {
+            unreachable!("the relay never appends to its source")
+        }
+        async fn read(&self, from: i64, _: ReadLimits) -> Result<ReadBatch, EngineError> {
+            let records = if from < 5 {
+                Vec::new()
+            } else {
+                (from..8)
+                    .map(|offset| LogRecord {
+                        offset,
+                        payload: Bytes::from(offset.to_string()),
+                    })
+                    .collect()
+            };
+            Ok(ReadBatch {
+                records,
+                next_offset: if from < 5 { 5 } else { 8 },
+                end: 8,
+            })
+        }
+        async fn bounds(&self) -> Result<Bounds, EngineError> {
+            Ok(Bounds {
+                origin: 0,
+                start: 0,
+                end: 8,
+            })
+        }
+        fn reconnects(&self) -> u64 {
+            0
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct Collect(Mutex<Vec<i64>>);
+
+    #[async_trait]
+    impl TargetPartition for Collect {
+        async fn recover(&self, saved: i64) -> anyhow::Result<Recovery> {
+            Ok(Recovery {
+                resume_at: saved,
+                duplicates: 0,
+                duplicates_total: 0,
+            })
+        }
+        async fn write(&self, records: &[LogRecord]) -> anyhow::Result<u64> {
+            let mut got = self.0.lock().unwrap();
+            got.extend(records.iter().map(|r| r.offset));
+            Ok(0)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_read_that_moves_on_saves_the_position_it_moved_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(FileOffsetStore::open(dir.path()).await.unwrap());
+        let relay = PartitionRelay {
+            source: Arc::new(Gapped(PartitionName {
+                topic: "events".into(),
+                partition: 0,
+            })),
+            target: Box::<Collect>::default(),
+            store: store.clone(),
+            consumer: "relay".into(),
+            limits: ReadLimits {
+                wait: Duration::ZERO,
+                ..ReadLimits::default()
+            },
+            exit_when_caught_up: true,
+            counters: Arc::default(),
+        };
+        let counters = relay.counters.clone();
+        // Without the save the loop reads the empty stretch at 0 forever: a timeout, not a hang.
+        tokio::time::timeout(Duration::from_secs(10), relay.run(Shutdown::new()))
+            .await
+            .expect("the relay moved past the gap")
+            .unwrap();
+        assert_eq!(store.load("relay", "events", 0).await.unwrap(), Some(8));
+        assert_eq!(counters.relayed.load(Ordering::Relaxed), 3);
     }
 }

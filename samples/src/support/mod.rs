@@ -13,6 +13,7 @@
 //! | [`embedded_broker`] | a broker in the same process, for the demo and the tests |
 //! | [`example`] | `--broker host:port`, or an embedded broker: how every example in `examples/` starts |
 //! | [`nats_cluster`] | a local NATS JetStream cluster from an installed `nats-server` |
+//! | [`tansu`] | a local Kafka-API broker (`tansu`) for the relay's Kafka tests |
 
 pub mod cli;
 pub mod clock;
@@ -25,3 +26,4 @@ pub mod per_partition;
 pub mod retry;
 pub mod shutdown;
 pub mod stats_http;
+pub mod tansu;

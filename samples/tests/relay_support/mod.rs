@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // Each test file uses a different subset.
 
+#[cfg(feature = "kafka")]
+pub mod kafka;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -124,11 +127,15 @@ pub struct Landed {
 /// Reads target partition `p` and panics unless every one of `produced` source records is
 /// there, first seen in source order. Returns the count of records seen twice.
 pub async fn check_partition(log: &dyn PartitionLog, p: i32, produced: u64) -> Landed {
-    let all = read_all(log).await;
+    check_payloads(&read_all(log).await, p, produced)
+}
+
+/// [`check_partition`] over payloads already read (from a target that is not an engine).
+pub fn check_payloads(all: &[Bytes], p: i32, produced: u64) -> Landed {
     let mut seen = vec![false; produced as usize];
     let mut next_new = 0u64;
     let mut duplicates = 0;
-    for bytes in &all {
+    for bytes in all {
         let n = parse_payload(p, bytes);
         assert!(n < produced, "partition {p}: record {n} was never produced");
         if seen[n as usize] {
@@ -240,4 +247,39 @@ pub async fn crash_loop(
     let (summary, log) = run_to_end(dir, rounds, args).await;
     logged.push(logged_duplicates(&log));
     (produced, logged, summary)
+}
+
+/// A local address nobody listens on (bound, then released).
+pub fn free_addr() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// `GET path` on `addr`: the status and the JSON body, or `None` when nothing answers yet.
+pub async fn get_json(addr: std::net::SocketAddr, path: &str) -> Option<(u16, serde_json::Value)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, serde_json::from_str(body).ok()?))
+}
+
+/// `jetstream://host:port,…/topic` for every node of `cluster`.
+pub fn jetstream_url(
+    cluster: &booblik_samples::support::nats_cluster::NatsCluster,
+    topic: &str,
+) -> String {
+    let hosts: Vec<String> = cluster
+        .urls()
+        .iter()
+        .map(|u| u.trim_start_matches("nats://").to_owned())
+        .collect();
+    format!("jetstream://{}/{topic}", hosts.join(","))
 }
