@@ -3,7 +3,8 @@
 # Build it with `samples/compose/build-image.sh` (it builds the static binaries, stages the
 # context and runs `docker build`); this file is copied into that staged context, so the paths
 # below are relative to it, not to the repository:
-#   rootfs/  every workspace binary at /, /etc/passwd and /etc/group, /tmp (mode 1777)
+#   rootfs/  every workspace binary at /, /etc/passwd and /etc/group, /tmp (mode 1777); and
+#            /nats-server with /lib64/ld-linux-x86-64.so.2 and /lib/x86_64-linux-gnu/libc.so.6
 #   state/   empty /data and /offsets, owned by the unprivileged user
 #
 # Why FROM scratch: the machine this project is built on has a Docker engine with no images and
@@ -11,6 +12,14 @@
 # glibc executables, which cannot resolve host names (glibc's NSS needs shared libraries a
 # scratch image lacks): give containers IP addresses, never names. Health checks use the
 # broker's own `health` subcommand, since there is no shell or curl in the image.
+#
+# The one binary that is not ours, `/nats-server` (the compose `cluster` profile's three NATS
+# nodes), is Debian's package, which is dynamically linked: a static NATS build would have to
+# come from a third party or be compiled here with a Go toolchain this machine lacks. It needs
+# only libc.so.6 and the loader (`ldd /usr/sbin/nats-server`), so build-image.sh stages those two
+# files at their own paths — the ELF interpreter /lib64/ld-linux-x86-64.so.2 and libc in the
+# loader's built-in search path — and refuses a nats-server that links anything else. Whether it
+# could resolve host names in a scratch image is not relied on: NATS nodes get fixed IPs too.
 #
 # For a machine with a registry, `Dockerfile.registry` builds the same image in a multi-stage
 # build instead.

@@ -10,7 +10,8 @@
 #   1. cargo builds every workspace binary, static, in release (incremental on reruns);
 #   2. checks each binary really is static (no ELF interpreter), strips its debug info;
 #   3. stages a tiny root filesystem (binaries at /, /etc/passwd with a non-root user,
-#      /tmp, and /data and /offsets owned by that user) as the docker build context;
+#      /tmp, and /data and /offsets owned by that user) as the docker build context, with the
+#      installed nats-server and the two libraries it needs, for the compose `cluster` profile;
 #   4. `docker build` with the repository's Dockerfile; then smoke-runs the image.
 #
 # Environment (all optional):
@@ -18,6 +19,7 @@
 #   BOOBLIK_STATIC_TARGET_DIR   cargo target dir for this build     (default $CARGO_TARGET_DIR,
 #                               else <repo>/target; the static artifacts land under
 #                               <dir>/x86_64-unknown-linux-gnu/release, apart from normal builds)
+#   NATS_SERVER                 the nats-server to stage            (default /usr/sbin/nats-server)
 #   BOOBLIK_SKIP_CARGO=1        reuse the binaries already built (just restage and rebuild the image)
 #   CARGO_PROFILE_RELEASE_LTO   default false here (rustc's local thin LTO), not the workspace
 #                               profile's cross-crate "thin": linking twelve binaries with
@@ -87,6 +89,28 @@ while read -r binary; do
   objcopy --strip-debug "$binary" "$context_dir/rootfs/$name"
   chmod 0755 "$context_dir/rootfs/$name"
 done <"$binaries_file"
+# nats-server, for the compose `cluster` profile. Debian's build is dynamically linked, but only
+# to libc and the loader (ldd); the two files are staged at the paths the binary and the loader
+# look them up (/lib64/ld-linux-x86-64.so.2, the ELF interpreter; /lib/x86_64-linux-gnu/libc.so.6,
+# in the loader's built-in search path, as there is no /etc/ld.so.cache), the real files, not the
+# host's symlinks. Anything else it links would be missing in the image: refused here.
+nats_server=${NATS_SERVER:-/usr/sbin/nats-server}
+if [ -x "$nats_server" ]; then
+  libs=$(ldd "$nats_server" | awk '$2 == "=>" { print $3; next } $1 ~ /^\// { print $1 }')
+  for lib in $libs; do
+    case $(basename "$lib") in
+      libc.so.6 | ld-linux-x86-64.so.2) ;;
+      *) log "$nats_server links $lib: only libc and the loader are staged"; exit 1 ;;
+    esac
+    mkdir -p "$context_dir/rootfs$(dirname "$lib")"
+    cp -L "$lib" "$context_dir/rootfs$lib"
+  done
+  cp "$nats_server" "$context_dir/rootfs/nats-server"
+  chmod 0755 "$context_dir/rootfs/nats-server"
+  log "staged $("$nats_server" --version) with $(echo "$libs" | tr '\n' ' ')"
+else
+  log "no nats-server at $nats_server (apt-get install nats-server, or NATS_SERVER=…): the image has none, and the compose cluster profile cannot run"
+fi
 printf 'root:x:0:0:root:/:/nonexistent\nbooblik:x:%s:%s:booblik:/data:/nonexistent\n' "$user_id" "$user_id" \
   >"$context_dir/rootfs/etc/passwd"
 printf 'root:x:0:\nbooblik:x:%s:\n' "$user_id" >"$context_dir/rootfs/etc/group"
@@ -103,4 +127,7 @@ log "docker build done in $((SECONDS - started)) s"
 
 # Smoke test: the broker binary starts inside the scratch image (proves it is really static).
 docker run --rm "$image" /booblik-broker --version >&2
+if [ -x "$nats_server" ]; then
+  docker run --rm "$image" /nats-server --version >&2
+fi
 log "built $image"

@@ -58,7 +58,9 @@ use booblik_broker::Broker;
 use booblik_client::{Client, ConnectionConfig};
 use booblik_offset_store::{FileOffsetStore, OffsetStore};
 use booblik_samples::engine::jetstream::StreamSettings;
-use booblik_samples::engine::{Ack, BooblikEngine, Bounds, EngineKind, LogEngine, ReadLimits};
+use booblik_samples::engine::{
+    Ack, BooblikEngine, Bounds, EngineError, EngineKind, LogEngine, ReadLimits,
+};
 use booblik_samples::events::crosscheck::{
     Check, follow_matches_replay, log_grew_by_published, projection_matches_replay,
 };
@@ -72,6 +74,7 @@ use booblik_samples::queue::worker::{
 };
 use booblik_samples::support::cli::{DEFAULT_PARTITIONS, EngineArgs, ensure_topic, open_jetstream};
 use booblik_samples::support::nats_cluster::NatsCluster;
+use booblik_samples::support::retry::RETRY_BACKOFF_MS;
 use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::{embedded_broker, logging, stats_http};
 use clap::Parser;
@@ -88,6 +91,11 @@ const CONSUMER_NAME: &str = "demo-follow";
 const REFRESH_MS: u64 = 1_000;
 /// After the writers stop, how long the readers get to catch up with the log.
 const CATCH_UP_LIMIT_MS: u64 = 15_000;
+/// How long the demo's own look at the partitions' bounds (at the start, and when the writers
+/// stop) waits out an engine that is unavailable: on JetStream a stream that lost its leader
+/// answers nothing until it elected another, measured 4.1–8.4 s (docs/jetstream.md, "Failover,
+/// measured"); a look at its end meanwhile must not fail the run.
+const BOUNDS_PATIENCE_MS: u64 = 30_000;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -590,8 +598,22 @@ impl Backend {
     }
 }
 
-/// Per partition of the events topic: its bounds now.
+/// Per partition of the events topic: its bounds now, retrying an engine that is unavailable for
+/// up to [`BOUNDS_PATIENCE_MS`].
 async fn bounds_of(engine: &dyn LogEngine) -> anyhow::Result<BTreeMap<i32, Bounds>> {
+    let deadline = Instant::now() + Duration::from_millis(BOUNDS_PATIENCE_MS);
+    loop {
+        match try_bounds_of(engine).await {
+            Err(error) if error.is_transient() && Instant::now() < deadline => {
+                tracing::warn!(%error, "cannot read the partitions' bounds yet; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            outcome => return Ok(outcome?),
+        }
+    }
+}
+
+async fn try_bounds_of(engine: &dyn LogEngine) -> Result<BTreeMap<i32, Bounds>, EngineError> {
     let mut bounds = BTreeMap::new();
     for partition in 0..engine.partition_count(TOPIC).await? {
         let log = engine.open(TOPIC, partition).await?;
