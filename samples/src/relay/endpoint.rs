@@ -5,16 +5,12 @@
 //!   jetstream://127.0.0.1:4222,127.0.0.1:4223/events
 //!                                                any nodes of a NATS cluster; the topic's
 //!                                                partitions are its streams (engine::jetstream::naming)
-//! ```
-//!
 //!   kafka://127.0.0.1:9092,127.0.0.1:9093/events
 //!                                                bootstrap brokers of a Kafka cluster (feature `kafka`)
 //! ```
 //!
 //! Without the cargo feature `kafka`, `kafka://` is recognised only to say that this build has
 //! no Kafka client (see `docs/relay.md`): a clear refusal, not "unknown scheme".
-//!
-//! ```text
 
 use std::fmt;
 use std::str::FromStr;
