@@ -234,10 +234,23 @@ mod tests {
         assert_eq!(dst[..cached], bytes[..cached]);
         let mut rest = Vec::new();
         slice.read_rest_into(&mut rest, 0).unwrap();
-        let read = slice.read_cached_to(&mut dst).unwrap().unwrap();
+        // Read once, the file is cached. A non-blocking read can still come up short for a
+        // moment while the readahead the first miss started finishes with pages of the range
+        // (it holds them locked): seen once in a loaded run. Allow it that moment, no more.
+        let mut read = 0;
+        for _ in 0..MAX_CACHED_READ_ATTEMPTS {
+            read = slice.read_cached_to(&mut dst).unwrap().unwrap();
+            if read == bytes.len() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(read, bytes.len(), "read once, the file is cached");
         assert_eq!(dst, bytes);
     }
+
+    /// Attempts (10 ms apart) a cached read of a just-read file gets to return all of it.
+    const MAX_CACHED_READ_ATTEMPTS: u32 = 100;
 
     #[test]
     fn a_slice_dropped_from_the_page_cache_is_reported_uncached_until_read() {
