@@ -1,8 +1,11 @@
 //! `demo --engine jetstream` on a 3-node R3 cluster started here; a few seconds in, the node
 //! leading partition 0's stream is SIGKILLed (often the meta leader too, and the node the demo's
-//! connection was on). The demo still passes every one of its checks: no acknowledged event lost,
-//! every follower caught up within the demo's limit and equal to a replay, the projection equal
-//! to a fold of the log.
+//! connection was on, and sometimes the leader of the task queue's `tasks` or `claims` stream:
+//! the test prints which). The demo still passes every one of its checks: no acknowledged event
+//! lost, every follower caught up within the demo's limit and equal to a replay, the projection
+//! equal to a fold of the log, and the task queue's — `queue-verify`'s invariants, every
+//! completed task's effect in the fencing sink under its completing token, the frozen worker's
+//! late effect refused.
 //!
 //! What it guards against (docs/jetstream.md, "The demo when a node dies"): requests sent right
 //! after the kill — stream info during a leader election, creating a cursor the server placed on
@@ -55,12 +58,26 @@ async fn the_demo_passes_every_check_when_the_node_leading_a_stream_is_killed_mi
     let mut demo = Sample::start(env!("CARGO_BIN_EXE_demo"), &args, "warn");
 
     tokio::time::sleep(KILL_AFTER).await;
-    let Some(leader) = stream_leader(&engine, &mut demo.child).await else {
+    let events_stream = naming::stream_name("events", PARTITION).unwrap();
+    let Some(leader) = stream_leader(&engine, &events_stream, &mut demo.child).await else {
         let (status, out, err) = demo.finish().await;
         panic!(
             "partition {PARTITION}'s stream got no leader while the demo ran: exit {status}\nstdout:\n{out}\nstderr:\n{err}"
         );
     };
+    // Whether the task queue's streams lose their leader too (then the queue stalls while they
+    // elect another: the demo's workers allow for it).
+    let mut also_led = Vec::new();
+    for topic in ["tasks", "claims"] {
+        let stream = naming::stream_name(topic, 0).unwrap();
+        if stream_leader(&engine, &stream, &mut demo.child)
+            .await
+            .as_ref()
+            == Some(&leader)
+        {
+            also_led.push(topic);
+        }
+    }
     let index = cluster
         .index_of(&leader)
         .expect("the leader is one of ours");
@@ -70,7 +87,9 @@ async fn the_demo_passes_every_check_when_the_node_leading_a_stream_is_killed_mi
         killed_at < Duration::from_secs(DURATION_S),
         "the node was killed mid-run, not after it ({killed_at:?})"
     );
-    eprintln!("killed {leader}, leader of partition {PARTITION}'s stream, {killed_at:?} in");
+    eprintln!(
+        "killed {leader}, leader of partition {PARTITION}'s stream (and of the queue's {also_led:?}), {killed_at:?} in"
+    );
 
     let (status, out, err) = demo.finish().await;
     eprintln!("the demo ran {:?}", started.elapsed());
@@ -86,18 +105,27 @@ async fn the_demo_passes_every_check_when_the_node_leading_a_stream_is_killed_mi
     );
     assert!(!out.contains("FAILED"), "{out}");
     assert!(out.contains("every reader caught up with the log"), "{out}");
+    for line in out
+        .lines()
+        .filter(|l| l.contains("caught up") || l.contains("fencing:"))
+    {
+        eprintln!("{}", line.trim());
+    }
+    // The task queue ran on JetStream too and passed its checks.
+    assert!(out.contains("ok     task queue verified"), "{out}");
+    assert!(out.contains("ok     fencing:"), "{out}");
 }
 
-/// The node leading the stream of [`PARTITION`], once the demo created it; `None` when the demo
-/// exited first, or after 30 s.
+/// The node leading the stream `name`, once the demo created it; `None` when the demo exited
+/// first, or after 30 s.
 async fn stream_leader(
     engine: &JetStreamEngine,
+    name: &str,
     demo: &mut tokio::process::Child,
 ) -> Option<String> {
-    let name = naming::stream_name("events", PARTITION).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let leader = match engine.context().get_stream(&name).await {
+        let leader = match engine.context().get_stream(name).await {
             Ok(stream) => stream
                 .get_info()
                 .await

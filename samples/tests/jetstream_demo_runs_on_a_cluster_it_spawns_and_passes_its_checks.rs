@@ -1,7 +1,8 @@
 //! `demo --engine jetstream --spawn-nats --duration-s N`: one command starts a local 3-node NATS
-//! cluster from the installed `nats-server`, runs the events samples on R3 streams, passes every
-//! end-of-run check, stops the cluster and exits 0; run again on the same data, the cluster
-//! comes back over its stores and the follow consumers resume from their saved positions.
+//! cluster from the installed `nats-server`, runs the events samples and the task queue on R3
+//! streams, passes every end-of-run check (the queue's among them), stops the cluster and exits
+//! 0; run again on the same data, the cluster comes back over its stores and the follow
+//! consumers resume from their saved positions.
 //!
 //! Needs `nats-server`: `#[ignore]`d, run by `.ci/run` with `--ignored`
 //! (`cargo test -p booblik-samples --test jetstream_demo_runs_on_a_cluster_it_spawns_and_passes_its_checks -- --ignored`).
@@ -51,6 +52,7 @@ async fn the_demo_runs_on_a_spawned_jetstream_cluster_and_passes_its_checks() {
     assert!(out.contains("jetstream   nats://127.0.0.1:"), "{out}");
     assert!(out.contains("checks passed"), "{out}");
     assert!(!out.contains("FAILED"), "{out}");
+    assert!(out.contains("ok     task queue verified"), "{out}");
     let sent = last_number_after(&out, "sent ");
     assert!(sent > 0, "the publisher made progress:\n{out}");
     let followed: u64 = (0..3)

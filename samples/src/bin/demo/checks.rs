@@ -1,7 +1,9 @@
 //! The checks at the end of a run: the log is the reference for everyone. (The events checks
 //! live in the library, `booblik_samples::events::crosscheck`; these are the task queue's.)
 
-use booblik_client::Client;
+use std::sync::Arc;
+
+use booblik_samples::engine::LogEngine;
 use booblik_samples::events::crosscheck::Check;
 use booblik_samples::queue::state::{QueueConfig, QueueState, TaskStatus};
 use booblik_samples::queue::verify::{VerifyConfig, verify};
@@ -21,21 +23,26 @@ pub fn parts_stopped_cleanly(ended: &[(String, anyhow::Result<()>)]) -> Vec<Chec
         .collect()
 }
 
-/// Every reader read up to the log's end within the limit.
-pub fn readers_caught_up(lagging: &[String], limit_ms: u64) -> Check {
+/// Every reader read up to the log's end within its limit: `lagging` lists the others, each
+/// with its limit; `waited_ms` is how long the readers were waited for after the writers stopped.
+pub fn readers_caught_up(lagging: &[(String, u64)], waited_ms: u64) -> Check {
+    let lagging: Vec<String> = lagging
+        .iter()
+        .map(|(name, limit_ms)| format!("{name} (limit {limit_ms} ms)"))
+        .collect();
     Check {
         passed: lagging.is_empty(),
         detail: if lagging.is_empty() {
-            "every reader caught up with the log".to_owned()
+            format!("every reader caught up with the log, {waited_ms} ms after the writers stopped")
         } else {
-            format!("not caught up within {limit_ms} ms: {}", lagging.join(", "))
+            format!("not caught up within their limits: {}", lagging.join(", "))
         },
     }
 }
 
 /// `queue-verify` in-process: both logs replayed, every invariant checked.
-pub async fn queue_verified(client: &Client) -> anyhow::Result<Check> {
-    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
+pub async fn queue_verified(engine: &Arc<dyn LogEngine>) -> anyhow::Result<Check> {
+    let (tasks, claims) = read_logs(engine, "tasks", "claims").await?;
     let report = verify(&tasks, &claims, &VerifyConfig::drained_at(wall_clock_ms()));
     let s = &report.summary;
     Ok(Check {
@@ -56,11 +63,11 @@ pub async fn queue_verified(client: &Client) -> anyhow::Result<Check> {
 /// Exactly-once effects: every task the claims log says was done in this run (a done at or after
 /// `claims_start`) has its effect in the sink, committed under the token it completed with.
 pub async fn sink_holds_every_completed_effect(
-    client: &Client,
+    engine: &Arc<dyn LogEngine>,
     sink: &ResultSink,
     claims_start: i64,
 ) -> anyhow::Result<Check> {
-    let (tasks, claims) = read_logs(client, "tasks", "claims").await?;
+    let (tasks, claims) = read_logs(engine, "tasks", "claims").await?;
     let mut state = QueueState::new(QueueConfig::default());
     for (offset, task) in &tasks {
         state.apply_task(*offset, task)?;

@@ -8,7 +8,7 @@
 //! ```text
 //! cargo run --release -p booblik-samples --bin demo -- [--data-dir ./demo-data] [--bind 127.0.0.1:0]
 //!     [--duration-s N] [--rate 100] [--users 50] [--stats-bind addr] [--top 3]
-//!     [--task-rate 2] [--workers 3] [--lease-ms 2000] [--work-ms 400] [--no-freeze]
+//!     [--task-rate 2] [--workers 3] [--lease-ms MS] [--work-ms 400] [--no-freeze]
 //!     [--engine booblik|jetstream] [--nats-url nats://h:p,…] [--spawn-nats]
 //! ```
 //!
@@ -16,8 +16,15 @@
 //! of a NATS cluster: `--nats-url` names one (its nodes, comma-separated), or `--spawn-nats`
 //! starts a local 3-node cluster from the installed `nats-server` (its stores in
 //! `<data-dir>/nats`) and stops it at exit. The publisher, followers, projection and checks are
-//! the same code as on booblik. The task queue still talks to booblik's client directly, so on
-//! JetStream it does not run (the demo says so); its move onto the engine is a later step.
+//! the same code as on booblik. So is the task queue: its `tasks` and `claims` topics become one
+//! R3 stream each (created here when missing), the submitter appends through the demo's engine,
+//! and each worker opens an engine of its own on its own thread ([`Backend::worker_connect`]).
+//! Two settings differ, both derived from measured failovers (docs/jetstream.md): the lease
+//! defaults to 15 s instead of 2 s ([`JETSTREAM_LEASE_MS`]: a lease held when a stream's leader
+//! dies outlives the write outage), and the workers may take [`JETSTREAM_QUEUE_STALL_MS`] longer
+//! to catch up after the stop (the queue stalls up to 22 s after a claims leader is killed). The
+//! freeze lasts 1.5 × the lease on both, so with it a JetStream run lasts at least about 25 s
+//! (`--spawn-nats --duration-s 3`: 26.6 s here), until the frozen worker woke and caught up.
 //!
 //! **Fencing, shown.** Unless `--no-freeze`, one worker freezes once per run: the first to finish
 //! a task's work has its OS thread blocked for 1.5 × its lease before it commits (each worker
@@ -59,7 +66,7 @@ use booblik_client::{Client, ConnectionConfig};
 use booblik_offset_store::{FileOffsetStore, OffsetStore};
 use booblik_samples::engine::jetstream::StreamSettings;
 use booblik_samples::engine::{
-    Ack, BooblikEngine, Bounds, EngineError, EngineKind, LogEngine, ReadLimits,
+    Ack, BooblikEngine, Bounds, EngineError, EngineKind, IntoEngine, LogEngine, ReadLimits,
 };
 use booblik_samples::events::crosscheck::{
     Check, follow_matches_replay, log_grew_by_published, projection_matches_replay,
@@ -70,7 +77,8 @@ use booblik_samples::events::projection::{ProjectionConfig, ProjectionState, run
 use booblik_samples::events::publisher::{PublisherConfig, PublisherStats, run_publisher};
 use booblik_samples::events::replay::{ReplayConfig, replay};
 use booblik_samples::queue::worker::{
-    Freeze, ResultSink, Worker, WorkerConfig, simulated_work, spawn_on_own_thread, submit_task,
+    ConnectFn, Freeze, ResultSink, Worker, WorkerConfig, open_tasks_log, simulated_work,
+    spawn_on_own_thread_with, submit_task_to,
 };
 use booblik_samples::support::cli::{DEFAULT_PARTITIONS, EngineArgs, ensure_topic, open_jetstream};
 use booblik_samples::support::nats_cluster::NatsCluster;
@@ -85,6 +93,28 @@ use screen::{Screen, follow_status, projection_status, shown, worker_status};
 
 /// The events topic.
 const TOPIC: &str = "events";
+/// The task queue's topics, one partition each.
+const TASKS_TOPIC: &str = "tasks";
+const CLAIMS_TOPIC: &str = "claims";
+/// The queue workers' lease on booblik (`--lease-ms` unset): one node, no failover to outlast,
+/// so a short lease keeps the freeze (1.5 × the lease) and the takeover it shows quick.
+const BOOBLIK_LEASE_MS: u64 = 2_000;
+/// The queue workers' lease on JetStream (`--lease-ms` unset): long enough that a lease held
+/// when a stream's leader dies outlives the write outage that follows. A worker extends every
+/// lease / 3 and stops at its local deadline, lease − a tenth (the default skew allowance), so
+/// in the worst case (the outage begins just before an extend was due) it keeps its task for
+/// 0.9 − 1/3 ≈ 0.57 of the lease past the kill. The longest write outage measured on this
+/// machine kind is 8.4 s (docs/jetstream.md, "Failover, measured"): 8.4 s / 0.57 = 14.8 s,
+/// hence 15 s. (With the booblik default of 2 s every lease held at a failover lapses and its
+/// task is run again, an expired lease counted towards its dead letter.)
+const JETSTREAM_LEASE_MS: u64 = 15_000;
+/// How much longer than [`CATCH_UP_LIMIT_MS`] the queue workers may take to catch up on
+/// JetStream: the queue stalls for up to this long after a claims (or tasks) stream's leader is
+/// killed — measured 11.1, 11.2 and 21.7 s from the kill to six more completions
+/// (docs/jetstream.md, "The task queue on JetStream"), longer than the write outage because the
+/// followers' cursors on the dead node are given up only after their pull's expiry, and claims
+/// back off. On booblik (one node) there is no failover to wait out.
+const JETSTREAM_QUEUE_STALL_MS: u64 = 22_000;
 /// The follow consumers' name in the offset store.
 const CONSUMER_NAME: &str = "demo-follow";
 /// How often the table is redrawn.
@@ -139,9 +169,10 @@ struct Cli {
     /// Queue workers racing for tasks.
     #[arg(long, default_value_t = 3)]
     workers: usize,
-    /// Lease of a claimed task, in milliseconds.
-    #[arg(long, default_value_t = 2_000)]
-    lease_ms: u64,
+    /// Lease of a claimed task, in milliseconds (default: 2000 on booblik, 15000 on JetStream,
+    /// to outlive a failover's write outage).
+    #[arg(long)]
+    lease_ms: Option<u64>,
     /// Simulated work per task, in milliseconds.
     #[arg(long, default_value_t = 400)]
     work_ms: u64,
@@ -199,7 +230,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         history.per_user.len(),
         history.violations
     );
-    let bounds_start = bounds_of(engine.as_ref()).await?;
+    let bounds_start = bounds_of(engine.as_ref(), TOPIC).await?;
     let hw_start = ends(&bounds_start);
     let partitions: Vec<i32> = hw_start.keys().copied().collect();
     let projection = ProjectionState::new();
@@ -226,6 +257,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                     .get(&partition)
                     .is_some_and(|p| hw.get(&partition).is_none_or(|b| p.next_offset >= b.end))
             }),
+            CATCH_UP_LIMIT_MS,
             move |stop| async move {
                 let config = FollowConfig {
                     topic: TOPIC.into(),
@@ -253,6 +285,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                     b.end == b.start || positions.get(p).is_some_and(|&at| at >= b.end)
                 })
             }),
+            CATCH_UP_LIMIT_MS,
             move |stop| async move {
                 let config = ProjectionConfig {
                     topic: TOPIC.into(),
@@ -294,21 +327,41 @@ async fn main() -> anyhow::Result<ExitCode> {
     // One fencing sink shared by every worker: the receiver of the tasks' effects. It lives in
     // memory, so it holds only this run's effects: the check looks at dones from here on.
     let sink = ResultSink::new();
-    // The task queue still talks to booblik's client: it runs on the booblik engine only.
-    let queue = match (&backend, cli.task_rate) {
-        (Backend::Booblik { client, broker }, rate) if rate > 0 => {
-            let claims_start = client.topic("claims").await?.high_watermark(0).unwrap_or(0);
-            // The freeze needs a second worker to take the task over.
-            let freeze = if !cli.no_freeze && cli.workers >= 2 {
-                Some(Freeze::once(cli.lease_ms * 3 / 2)?)
-            } else {
-                None
-            };
-            let addr = broker.local_addr().to_string();
-            start_task_queue(&mut demo, client, &addr, &cli, &sink, freeze.as_ref());
-            Some((client.clone(), claims_start, freeze))
-        }
-        _ => None,
+    // The task queue, on the same engine: the done records from here on are this run's.
+    let queue = if cli.task_rate > 0 {
+        let claims_start = bounds_of(engine.as_ref(), CLAIMS_TOPIC)
+            .await?
+            .get(&0)
+            .context("the claims topic has no partition 0")?
+            .end;
+        let lease_ms = cli.lease_ms.unwrap_or(backend.default_lease_ms());
+        // The freeze needs a second worker to take the task over.
+        let freeze = if !cli.no_freeze && cli.workers >= 2 {
+            Some(Freeze::once(lease_ms * 3 / 2)?)
+        } else {
+            None
+        };
+        // A worker catches up once every task it read is finished: after the events readers'
+        // limit, allow for the engine's failover stall and for a worker frozen near the end.
+        let catch_up_limit_ms = CATCH_UP_LIMIT_MS
+            + backend.queue_failover_stall_ms()
+            + freeze
+                .as_ref()
+                .map_or(0, |f| f.duration().as_millis() as u64);
+        println!(
+            "  task queue  {} tasks/s, {} workers, lease {lease_ms} ms, caught up within {catch_up_limit_ms} ms of the stop",
+            cli.task_rate, cli.workers
+        );
+        let queue = TaskQueue {
+            lease_ms,
+            catch_up_limit_ms,
+        };
+        queue
+            .start(&mut demo, &engine, &backend, &cli, &sink, freeze.as_ref())
+            .await?;
+        Some((claims_start, freeze))
+    } else {
+        None
     };
     // Run until Ctrl-C, the duration, or a part failing.
     let started = Instant::now();
@@ -339,19 +392,25 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     // Writers first; then give the readers time to read everything that was written.
     let mut ended = Demo::stop(&mut demo.writers).await;
-    let bounds_end = bounds_of(engine.as_ref()).await?;
-    let catch_up_deadline = Instant::now() + Duration::from_millis(CATCH_UP_LIMIT_MS);
-    while !demo.readers.iter().all(|r| (r.caught_up)(&bounds_end))
-        && Instant::now() < catch_up_deadline
+    let bounds_end = bounds_of(engine.as_ref(), TOPIC).await?;
+    // Each reader until it caught up or its own limit passed.
+    let writers_stopped = Instant::now();
+    let waited_out =
+        |r: &parts::Component| writers_stopped.elapsed().as_millis() as u64 >= r.catch_up_limit_ms;
+    while !demo
+        .readers
+        .iter()
+        .all(|r| (r.caught_up)(&bounds_end) || waited_out(r))
         && failed_part.is_none()
     {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let lagging: Vec<String> = demo
+    let waited_ms = writers_stopped.elapsed().as_millis() as u64;
+    let lagging: Vec<(String, u64)> = demo
         .readers
         .iter()
         .filter(|r| !(r.caught_up)(&bounds_end))
-        .map(|r| r.name.clone())
+        .map(|r| (r.name.clone(), r.catch_up_limit_ms))
         .collect();
     ended.extend(Demo::stop(&mut demo.readers).await);
     screen.redraw = false;
@@ -359,7 +418,7 @@ async fn main() -> anyhow::Result<ExitCode> {
 
     // The checks: the log is the reference for everyone.
     let mut checks: Vec<Check> = checks::parts_stopped_cleanly(&ended);
-    checks.push(checks::readers_caught_up(&lagging, CATCH_UP_LIMIT_MS));
+    checks.push(checks::readers_caught_up(&lagging, waited_ms));
     checks.push(log_grew_by_published(
         &hw_start,
         &ends(&bounds_end),
@@ -370,9 +429,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     }
     let model = projection.model().clone();
     checks.push(projection_matches_replay(engine.as_ref(), TOPIC, &model).await?);
-    if let Some((client, claims_start, freeze)) = &queue {
-        checks.push(checks::queue_verified(client).await?);
-        checks.push(checks::sink_holds_every_completed_effect(client, &sink, *claims_start).await?);
+    if let Some((claims_start, freeze)) = &queue {
+        checks.push(checks::queue_verified(&engine).await?);
+        checks
+            .push(checks::sink_holds_every_completed_effect(&engine, &sink, *claims_start).await?);
         if let Some(freeze) = freeze {
             checks.push(checks::frozen_worker_was_fenced(freeze, &sink));
         }
@@ -399,92 +459,130 @@ async fn main() -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Layer 2: a submitter (a writer) and `cli.workers` workers (readers: caught up once every task
-/// submitted so far is finished), each worker with its own connection and followers.
-fn start_task_queue(
-    demo: &mut Demo,
-    client: &Client,
-    addr: &str,
-    cli: &Cli,
-    sink: &ResultSink,
-    freeze: Option<&Arc<Freeze>>,
-) {
-    let submitted = Arc::new(AtomicU64::new(0));
-    {
-        let (client, count, status_count) = (
-            client.clone(),
-            Arc::clone(&submitted),
-            Arc::clone(&submitted),
-        );
-        let interval = Duration::from_millis(1_000 / u64::from(cli.task_rate.max(1)));
-        demo.writer(
-            "submitter",
-            Box::new(move || format!("submitted {} tasks", status_count.load(Ordering::Relaxed))),
-            move |stop| async move {
-                let mut tick = tokio::time::interval(interval);
-                loop {
-                    tokio::select! {
-                        _ = tick.tick() => {}
-                        () = stop.triggered() => return Ok(()),
+/// Layer 2's settings: the workers' lease and how long they may take to catch up.
+struct TaskQueue {
+    lease_ms: u64,
+    catch_up_limit_ms: u64,
+}
+
+impl TaskQueue {
+    /// Starts a submitter (a writer) and `cli.workers` workers (readers: caught up once every
+    /// task submitted so far is finished), all on `engine`'s kind of engine: the submitter on
+    /// `engine` itself, each worker on an engine of its own that `backend` opens on the worker's
+    /// thread. Nothing here knows which engine it is.
+    async fn start(
+        &self,
+        demo: &mut Demo,
+        engine: &Arc<dyn LogEngine>,
+        backend: &Backend,
+        cli: &Cli,
+        sink: &ResultSink,
+        freeze: Option<&Arc<Freeze>>,
+    ) -> anyhow::Result<()> {
+        let tasks = open_tasks_log(engine.as_ref(), TASKS_TOPIC).await?;
+        let submitted = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        {
+            let (count, status_count) = (Arc::clone(&submitted), Arc::clone(&submitted));
+            let (failures, status_failures) = (Arc::clone(&failed), Arc::clone(&failed));
+            let interval = Duration::from_millis(1_000 / u64::from(cli.task_rate.max(1)));
+            demo.writer(
+                "submitter",
+                Box::new(move || {
+                    format!(
+                        "submitted {} tasks, failed {}",
+                        status_count.load(Ordering::Relaxed),
+                        status_failures.load(Ordering::Relaxed)
+                    )
+                }),
+                move |stop| async move {
+                    let mut tick = tokio::time::interval(interval);
+                    loop {
+                        tokio::select! {
+                            _ = tick.tick() => {}
+                            () = stop.triggered() => return Ok(()),
+                        }
+                        let n = count.load(Ordering::Relaxed);
+                        let payload = format!("task {n}").into_bytes();
+                        match submit_task_to(tasks.as_ref(), payload, Ack::Forced).await {
+                            Ok(_) => {
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                            // An engine that is unavailable for a while (a stream electing a
+                            // leader) costs the tasks of that while, as the publisher's events.
+                            Err(error) if is_transient(&error) => {
+                                failures.fetch_add(1, Ordering::Relaxed);
+                                tracing::warn!(
+                                    error = format!("{error:#}"),
+                                    "a task was not submitted"
+                                );
+                            }
+                            Err(error) => return Err(error),
+                        }
                     }
-                    let n = count.load(Ordering::Relaxed);
-                    submit_task(&client, "tasks", format!("task {n}").into_bytes()).await?;
-                    count.fetch_add(1, Ordering::Relaxed);
-                }
-            },
-        );
-    }
-    for n in 1..=cli.workers {
-        let name = format!("worker {n}");
-        let config = WorkerConfig {
-            lease_ms: cli.lease_ms,
-            work_ms: cli.work_ms,
-            ..WorkerConfig::default()
-        };
-        // Every worker fences the shared sink when its work starts and commits its result there;
-        // the freeze, if any, blocks the first worker to finish its work before it commits.
-        let mut work = simulated_work(cli.work_ms);
-        if let Some(freeze) = freeze {
-            work = freeze.wrap(name.clone(), work);
+                },
+            );
         }
-        let work = sink.fencing(work);
-        // Set once the worker has started on its thread; the table says "starting" until then.
-        let started: Arc<OnceLock<Arc<Worker>>> = Arc::default();
-        let (status_started, caught_up_started, run_started) =
-            (Arc::clone(&started), Arc::clone(&started), started);
-        let (status_freeze, status_name) = (freeze.map(Arc::clone), name.clone());
-        let addr = addr.to_owned();
-        demo.reader(
-            &name,
-            Box::new(move || {
-                status_started.get().map_or_else(
-                    || "starting".to_owned(),
-                    |worker| worker_status(worker, status_freeze.as_deref(), &status_name),
-                )
-            }),
-            // Caught up once every task this worker has read is finished.
-            Box::new(move |_| {
-                caught_up_started
-                    .get()
-                    .is_some_and(|worker| worker.view().with_state(|s| s.unfinished_count() == 0))
-            }),
-            move |stop| async move {
-                // Each worker on an OS thread of its own, so that a freeze stops all of it and
-                // only it.
-                let worker = spawn_on_own_thread(
-                    addr,
-                    ConnectionConfig::default(),
-                    config,
-                    work,
-                    async move { stop.triggered().await },
-                )
-                .await?;
-                let _ = run_started.set(Arc::clone(worker.worker()));
-                worker.join().await?;
-                Ok(())
-            },
-        );
+        for n in 1..=cli.workers {
+            let name = format!("worker {n}");
+            let config = WorkerConfig {
+                lease_ms: self.lease_ms,
+                work_ms: cli.work_ms,
+                ..WorkerConfig::default()
+            };
+            config.validate()?;
+            // Every worker fences the shared sink when its work starts and commits its result
+            // there; the freeze, if any, blocks the first worker to finish its work before it
+            // commits.
+            let mut work = simulated_work(cli.work_ms);
+            if let Some(freeze) = freeze {
+                work = freeze.wrap(name.clone(), work);
+            }
+            let work = sink.fencing(work);
+            // Set once the worker has started on its thread; the table says "starting" until
+            // then.
+            let started: Arc<OnceLock<Arc<Worker>>> = Arc::default();
+            let (status_started, caught_up_started, run_started) =
+                (Arc::clone(&started), Arc::clone(&started), started);
+            let (status_freeze, status_name) = (freeze.map(Arc::clone), name.clone());
+            let connect = backend.worker_connect();
+            demo.reader(
+                &name,
+                Box::new(move || {
+                    status_started.get().map_or_else(
+                        || "starting".to_owned(),
+                        |worker| worker_status(worker, status_freeze.as_deref(), &status_name),
+                    )
+                }),
+                // Caught up once every task this worker has read is finished.
+                Box::new(move |_| {
+                    caught_up_started.get().is_some_and(|worker| {
+                        worker.view().with_state(|s| s.unfinished_count() == 0)
+                    })
+                }),
+                self.catch_up_limit_ms,
+                move |stop| async move {
+                    // Each worker on an OS thread of its own, with its own engine opened there,
+                    // so that a freeze stops all of it and only it.
+                    let worker = spawn_on_own_thread_with(connect, config, work, async move {
+                        stop.triggered().await;
+                    })
+                    .await?;
+                    let _ = run_started.set(Arc::clone(worker.worker()));
+                    worker.join().await?;
+                    Ok(())
+                },
+            );
+        }
+        Ok(())
     }
+}
+
+/// Whether a failed call may succeed when tried again later (the engine said so).
+fn is_transient(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<EngineError>()
+        .is_some_and(EngineError::is_transient)
 }
 
 /// Where the events live: an embedded broker, or a JetStream cluster (spawned here or not).
@@ -498,7 +596,7 @@ enum Backend {
         urls: Vec<String>,
         /// `--spawn-nats`: the cluster started here, killed when the demo ends.
         cluster: Option<NatsCluster>,
-        replicas: usize,
+        settings: StreamSettings,
     },
 }
 
@@ -531,11 +629,16 @@ impl Backend {
                 };
                 let engine = open_jetstream(&urls, &settings).await?;
                 ensure_topic(&engine, TOPIC, DEFAULT_PARTITIONS, &settings).await?;
+                if cli.task_rate > 0 {
+                    for topic in [TASKS_TOPIC, CLAIMS_TOPIC] {
+                        ensure_topic(&engine, topic, 1, &settings).await?;
+                    }
+                }
                 Ok(Backend::Jetstream {
                     engine: Arc::new(engine),
                     urls,
                     cluster,
-                    replicas: settings.replicas,
+                    settings,
                 })
             }
         }
@@ -545,6 +648,47 @@ impl Backend {
         match self {
             Backend::Booblik { client, .. } => Arc::new(BooblikEngine::new(client.clone())),
             Backend::Jetstream { engine, .. } => Arc::clone(engine),
+        }
+    }
+
+    /// Opens, on the calling worker's thread, an engine of the same kind as [`engine`]
+    /// (Self::engine), on a connection of its own.
+    fn worker_connect(&self) -> ConnectFn {
+        match self {
+            Backend::Booblik { broker, .. } => {
+                let addr = broker.local_addr().to_string();
+                Box::new(move || {
+                    Box::pin(async move {
+                        let client = Client::connect(addr, ConnectionConfig::default()).await?;
+                        Ok(client.into_engine())
+                    })
+                })
+            }
+            Backend::Jetstream { urls, settings, .. } => {
+                let (urls, settings) = (urls.clone(), settings.clone());
+                Box::new(move || {
+                    Box::pin(async move {
+                        let engine = open_jetstream(&urls, &settings).await?;
+                        Ok(engine.into_engine())
+                    })
+                })
+            }
+        }
+    }
+
+    /// The workers' lease when `--lease-ms` is not given.
+    fn default_lease_ms(&self) -> u64 {
+        match self {
+            Backend::Booblik { .. } => BOOBLIK_LEASE_MS,
+            Backend::Jetstream { .. } => JETSTREAM_LEASE_MS,
+        }
+    }
+
+    /// How long the task queue may stall when the engine fails over.
+    fn queue_failover_stall_ms(&self) -> u64 {
+        match self {
+            Backend::Booblik { .. } => 0,
+            Backend::Jetstream { .. } => JETSTREAM_QUEUE_STALL_MS,
         }
     }
 
@@ -561,7 +705,7 @@ impl Backend {
             Backend::Jetstream {
                 urls,
                 cluster,
-                replicas,
+                settings,
                 ..
             } => {
                 let whose = if cluster.is_some() {
@@ -574,13 +718,9 @@ impl Backend {
                 };
                 println!("  jetstream   {} ({whose})", urls.join(","));
                 println!(
-                    "  streams     one per partition of {TOPIC:?}, R{replicas} when created here"
+                    "  streams     one per partition of {TOPIC:?} (and of {TASKS_TOPIC:?}, {CLAIMS_TOPIC:?}), R{} when created here",
+                    settings.replicas
                 );
-                if cli.task_rate > 0 {
-                    println!(
-                        "  task queue  not on JetStream yet (it still talks to booblik's client): off"
-                    );
-                }
             }
         }
     }
@@ -598,12 +738,12 @@ impl Backend {
     }
 }
 
-/// Per partition of the events topic: its bounds now, retrying an engine that is unavailable for
-/// up to [`BOUNDS_PATIENCE_MS`].
-async fn bounds_of(engine: &dyn LogEngine) -> anyhow::Result<BTreeMap<i32, Bounds>> {
+/// Per partition of `topic`: its bounds now, retrying an engine that is unavailable for up to
+/// [`BOUNDS_PATIENCE_MS`].
+async fn bounds_of(engine: &dyn LogEngine, topic: &str) -> anyhow::Result<BTreeMap<i32, Bounds>> {
     let deadline = Instant::now() + Duration::from_millis(BOUNDS_PATIENCE_MS);
     loop {
-        match try_bounds_of(engine).await {
+        match try_bounds_of(engine, topic).await {
             Err(error) if error.is_transient() && Instant::now() < deadline => {
                 tracing::warn!(%error, "cannot read the partitions' bounds yet; retrying");
                 tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
@@ -613,10 +753,13 @@ async fn bounds_of(engine: &dyn LogEngine) -> anyhow::Result<BTreeMap<i32, Bound
     }
 }
 
-async fn try_bounds_of(engine: &dyn LogEngine) -> Result<BTreeMap<i32, Bounds>, EngineError> {
+async fn try_bounds_of(
+    engine: &dyn LogEngine,
+    topic: &str,
+) -> Result<BTreeMap<i32, Bounds>, EngineError> {
     let mut bounds = BTreeMap::new();
-    for partition in 0..engine.partition_count(TOPIC).await? {
-        let log = engine.open(TOPIC, partition).await?;
+    for partition in 0..engine.partition_count(topic).await? {
+        let log = engine.open(topic, partition).await?;
         bounds.insert(partition, log.bounds().await?);
     }
     Ok(bounds)

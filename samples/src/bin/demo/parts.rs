@@ -22,6 +22,8 @@ pub struct Component {
     task: Option<JoinHandle<anyhow::Result<()>>>,
     status: Status,
     pub caught_up: CaughtUp,
+    /// How long, after the writers stop, this part may take to catch up (writers: 0).
+    pub catch_up_limit_ms: u64,
 }
 
 /// The running parts: writers stop first, readers once they have caught up.
@@ -38,21 +40,34 @@ impl Demo {
         F: FnOnce(Shutdown) -> Fut,
         Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
     {
-        let component = Self::spawn(name, status, Box::new(|_| true), run);
+        let component = Self::spawn(name, status, Box::new(|_| true), 0, run);
         self.writers.push(component);
     }
 
-    /// Starts a part that reads the log.
-    pub fn reader<F, Fut>(&mut self, name: &str, status: Status, caught_up: CaughtUp, run: F)
-    where
+    /// Starts a part that reads the log, and has `catch_up_limit_ms` after the writers stop to
+    /// catch up with it.
+    pub fn reader<F, Fut>(
+        &mut self,
+        name: &str,
+        status: Status,
+        caught_up: CaughtUp,
+        catch_up_limit_ms: u64,
+        run: F,
+    ) where
         F: FnOnce(Shutdown) -> Fut,
         Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
     {
-        let component = Self::spawn(name, status, caught_up, run);
+        let component = Self::spawn(name, status, caught_up, catch_up_limit_ms, run);
         self.readers.push(component);
     }
 
-    fn spawn<F, Fut>(name: &str, status: Status, caught_up: CaughtUp, run: F) -> Component
+    fn spawn<F, Fut>(
+        name: &str,
+        status: Status,
+        caught_up: CaughtUp,
+        catch_up_limit_ms: u64,
+        run: F,
+    ) -> Component
     where
         F: FnOnce(Shutdown) -> Fut,
         Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -64,6 +79,7 @@ impl Demo {
             stop,
             status,
             caught_up,
+            catch_up_limit_ms,
         }
     }
 
