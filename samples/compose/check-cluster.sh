@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Profile `cluster` of the compose demo, checked from the host: the events samples on a 3-node
-# NATS JetStream cluster, one of whose nodes is SIGKILLed mid-run. Always tears its project down.
+# Profiles `cluster` and `cluster-queue` of the compose demo, checked from the host: the events
+# samples and the task queue on a 3-node NATS JetStream cluster, one of whose nodes is SIGKILLed
+# mid-run. Always tears its project down.
 #
 #   samples/compose/check-cluster.sh     # needs the image (samples/compose/build-image.sh)
 #
 # Asserts: three NATS nodes answer /healthz and elect a meta leader; the publisher, one follow
 # consumer per partition and the projection make progress on R3 streams; the node leading
-# partition 0's stream is killed with SIGKILL (`docker kill`, no clean shutdown); writes to
-# partition 0 resume and consumer-0 reads on past the kill; once the publisher is stopped, every
+# the claims stream and an events partition's stream (else partition 0's) is killed with SIGKILL
+# (`docker kill`, no clean shutdown); writes to that partition resume and its consumer reads on
+# past the kill; once the publisher is stopped, every
 # consumer and the projection catch up with the end of every stream; and a replay of the streams
 # (`js-replay`) agrees with them: the same records per partition, every record the publisher saw
-# acknowledged is in the log, no order violation, no skipped offset.
+# acknowledged is in the log, no order violation, no skipped offset. The task queue: three workers
+# complete tasks before the kill and more after it (the stall is measured); the submitter, which
+# ran before the kill, exited 0; every submitted task is completed and `js-queue-verify` (both
+# queue streams replayed) exits 0 with no violation.
 #
 # Its own compose project, a free subnet and engine-picked host ports, like check.sh; on failure
 # it prints the services' state and logs. Environment (optional): BOOBLIK_IMAGE (default
-# booblik:dev), BOOBLIK_NET_PREFIX.
+# booblik:dev), BOOBLIK_NET_PREFIX, BOOBLIK_JS_TASK_COUNT (default 90).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +30,8 @@ repo=$(cd "$here/../.." && pwd)
 readonly NODES=(nats-0 nats-1 nats-2)
 readonly CONSUMERS=(js-consumer-0 js-consumer-1 js-consumer-2)
 readonly SAMPLES=(js-publisher "${CONSUMERS[@]}" js-projection)
-readonly STREAM_0=BOOBLIK-events-P0
+readonly WORKERS=(js-queue-worker-1 js-queue-worker-2 js-queue-worker-3)
+readonly PROFILES=(--profile cluster --profile cluster-queue --profile cluster-replay)
 readonly CLUSTER_WITHIN_S=60   # nodes up, meta leader elected
 readonly START_WITHIN_S=90     # first records through every consumer (includes container start)
 readonly PROGRESS_WITHIN_S=30  # a counter must move within this
@@ -34,6 +40,14 @@ readonly PROGRESS_WITHIN_S=30  # a counter must move within this
 readonly FAILOVER_WITHIN_S=60
 readonly CATCH_UP_WITHIN_S=60  # every reader at every stream's end once the publisher stopped
 readonly RUN_AFTER_KILL_S=15   # the publisher keeps going at least this long after the kill
+readonly SUBMIT_WITHIN_S=60    # the submitter's tasks all acknowledged (it exits 0)
+# Completions grow again after the kill: the queue stalled 11-22 s after the claims stream's
+# leader died (docs/jetstream.md, "task queue on JetStream"); generous for CI.
+readonly QUEUE_STALL_WITHIN_S=60
+# Every task completed: a done that failed through the whole stall leaves its task to be run again
+# once its lease (BOOBLIK_JS_LEASE_MS, 30 s in docker-compose.yml) lapsed; plus a margin.
+readonly QUEUE_DRAIN_WITHIN_S=90
+readonly VERIFY_EVERY_S=2      # between two js-queue-verify runs while the queue drains
 
 started=$SECONDS
 export COMPOSE_FILE=$repo/docker-compose.yml
@@ -42,10 +56,12 @@ export BOOBLIK_IMAGE=${BOOBLIK_IMAGE:-booblik:dev}
 for port_var in BOOBLIK_NATS_0_PORT BOOBLIK_NATS_1_PORT BOOBLIK_NATS_2_PORT \
   BOOBLIK_NATS_0_MONITOR_PORT BOOBLIK_NATS_1_MONITOR_PORT BOOBLIK_NATS_2_MONITOR_PORT \
   BOOBLIK_JS_PUBLISHER_PORT BOOBLIK_JS_CONSUMER_0_PORT BOOBLIK_JS_CONSUMER_1_PORT \
-  BOOBLIK_JS_CONSUMER_2_PORT BOOBLIK_JS_PROJECTION_PORT; do
+  BOOBLIK_JS_CONSUMER_2_PORT BOOBLIK_JS_PROJECTION_PORT \
+  BOOBLIK_JS_WORKER_1_PORT BOOBLIK_JS_WORKER_2_PORT BOOBLIK_JS_WORKER_3_PORT; do
   export "$port_var="
 done
 export BOOBLIK_PUBLISH_RATE=${BOOBLIK_PUBLISH_RATE:-100}
+export BOOBLIK_JS_TASK_COUNT=${BOOBLIK_JS_TASK_COUNT:-90}
 
 docker info >/dev/null 2>&1 || fail "no Docker engine reachable"
 need_tools
@@ -61,12 +77,12 @@ teardown() {
   trap - EXIT INT TERM
   if [ "$status" -ne 0 ]; then
     log "--- services ---"
-    compose --profile cluster ps >&2 || true
+    compose "${PROFILES[@]}" ps >&2 || true
     log "--- last log lines ---"
-    compose --profile cluster logs --no-color --tail=40 >&2 || true
+    compose "${PROFILES[@]}" logs --no-color --tail=40 >&2 || true
   fi
   log "tearing down $COMPOSE_PROJECT_NAME (down -v)"
-  compose --profile cluster --profile cluster-replay down -v --remove-orphans --timeout 5 \
+  compose "${PROFILES[@]}" down -v --remove-orphans --timeout 5 \
     >/dev/null 2>&1 || log "WARNING: down -v failed for $COMPOSE_PROJECT_NAME"
   if [ "$status" -eq 0 ]; then
     log "PASS: cluster checks in $((SECONDS - started)) s"
@@ -104,8 +120,26 @@ stats_field() {
 stats_gt() { local v; v=$(stats_field "$1" "$2") && [ "$v" != null ] && [ "$v" -gt "$3" ]; }
 healthy() { [ "$(monitor "$1" /healthz | jq -r .status)" = ok ]; }
 meta_leader_known() { [ "$(monitor "$1" /jsz | jq -r '.meta_cluster.leader // ""')" != "" ]; }
-# The streams of `events` as node <service> sees them: name, leader, last sequence.
+# The streams as node <service> sees them: name, leader, last sequence.
 streams_of() { monitor "$1" '/jsz?streams=true' | jq -c '[.account_details[]?.stream_detail[]? | {name, leader: .cluster.leader, last: .state.last_seq}]'; }
+# Tasks completed by the three workers together (their /stats `completed`), or failure.
+completed() {
+  local worker n sum=0
+  for worker in "${WORKERS[@]}"; do
+    n=$(stats_field "$worker" .completed) && [ "$n" != null ] || return 1
+    sum=$((sum + n))
+  done
+  echo "$sum"
+}
+completed_gt() { local n; n=$(completed) && [ "$n" -gt "$1" ]; }
+# Exit status of the finished submitter ("running" while it runs), or failure.
+submitter_exit() {
+  local id
+  id=$(compose "${PROFILES[@]}" ps -q js-queue-submitter | head -n 1)
+  [ -n "$id" ] || return 1
+  docker inspect -f '{{if .State.Running}}running{{else}}{{.State.ExitCode}}{{end}}' "$id"
+}
+submitter_done() { [ "$(submitter_exit)" != running ]; }
 
 log "cluster: project $COMPOSE_PROJECT_NAME, image $BOOBLIK_IMAGE, network $BOOBLIK_NET_PREFIX.0/24"
 compose --profile cluster up -d "${NODES[@]}" >&2
@@ -116,38 +150,63 @@ done
 wait_until "$CLUSTER_WITHIN_S" "the cluster to elect a meta leader" meta_leader_known nats-0
 log "cluster: 3 nodes healthy, meta leader $(monitor nats-0 /jsz | jq -r .meta_cluster.leader)"
 
-compose --profile cluster up -d "${SAMPLES[@]}" >&2
-for sample in "${SAMPLES[@]}"; do remember "$sample" 8080; done
+# js-topics and js-queue-topics (one-shots, pulled in as dependencies) create the streams first.
+compose "${PROFILES[@]}" up -d "${SAMPLES[@]}" "${WORKERS[@]}" js-queue-submitter >&2
+for sample in "${SAMPLES[@]}" "${WORKERS[@]}"; do remember "$sample" 8080; done
 for consumer in "${CONSUMERS[@]}"; do
   wait_until "$START_WITHIN_S" "$consumer to handle records" stats_gt "$consumer" .records 0
 done
 wait_until "$PROGRESS_WITHIN_S" "the projection to fold events" stats_gt js-projection .events 0
 log "publisher: $(stats js-publisher | jq -c '{sent, failed, per_partition}')"
+# The submitter appends every task before the kill: queue-submit does not retry an append that
+# fails while the tasks stream elects a leader (a blind retry could enqueue a task twice).
+wait_until "$SUBMIT_WITHIN_S" "js-queue-submitter to submit its $BOOBLIK_JS_TASK_COUNT tasks" submitter_done
+[ "$(submitter_exit)" = 0 ] || fail "js-queue-submitter exit status: $(submitter_exit)"
+wait_until "$PROGRESS_WITHIN_S" "the queue workers to complete tasks" completed_gt 0
 
-# --- SIGKILL of the node leading partition 0's stream ---
-leader_of_0() { streams_of nats-0 | jq -r --arg s "$STREAM_0" '.[] | select(.name == $s) | .leader // ""'; }
-leader_known() { [ -n "$(leader_of_0)" ]; }
-wait_until "$PROGRESS_WITHIN_S" "$STREAM_0 to have a leader" leader_known
-victim=$(leader_of_0)
-case " ${NODES[*]} " in *" $victim "*) ;; *) fail "$STREAM_0's leader '$victim' is not one of ${NODES[*]}" ;; esac
-sent_0=$(stats_field js-publisher '.per_partition["0"] // 0')
-read_0=$(stats_field js-consumer-0 .records)
-compose --profile cluster kill -s SIGKILL "$victim" >&2
+# --- SIGKILL of the node leading the claims stream and an events partition's stream ---
+# The queue's worst case is its claims stream losing its leader (every claim, extend and done
+# waits for the election): the victim is the claims stream's leader when it also leads an events
+# stream, whose write outage is then measured; otherwise the leader of partition 0's stream.
+leader_of() { streams_of nats-0 | jq -r --arg s "$1" '.[] | select(.name == $s) | .leader // ""'; }
+leaders_known() {
+  local stream
+  for stream in BOOBLIK-events-P0 BOOBLIK-events-P1 BOOBLIK-events-P2 BOOBLIK-tasks-P0 BOOBLIK-claims-P0; do
+    [ -n "$(leader_of "$stream")" ] || return 1
+  done
+}
+wait_until "$PROGRESS_WITHIN_S" "every stream to have a leader" leaders_known
+claims_leader=$(leader_of BOOBLIK-claims-P0)
+kp=0
+for p in 0 1 2; do
+  if [ "$(leader_of "BOOBLIK-events-P$p")" = "$claims_leader" ]; then kp=$p; break; fi
+done
+stream_k=BOOBLIK-events-P$kp
+victim=$(leader_of "$stream_k")
+case " ${NODES[*]} " in *" $victim "*) ;; *) fail "$stream_k's leader '$victim' is not one of ${NODES[*]}" ;; esac
+queue_leaders=$(streams_of nats-0 | jq -r '[.[] | select(.name == "BOOBLIK-tasks-P0" or .name == "BOOBLIK-claims-P0") | "\(.name) led by \(.leader)"] | join(", ")')
+sent_k=$(stats_field js-publisher ".per_partition[\"$kp\"] // 0")
+read_k=$(stats_field js-consumer-$kp .records)
+completed_0=$(completed) || fail "a queue worker serves no stats"
+[ "$completed_0" -lt "$BOOBLIK_JS_TASK_COUNT" ] \
+  || fail "the workers completed all $BOOBLIK_JS_TASK_COUNT tasks before the kill: raise BOOBLIK_JS_TASK_COUNT"
+compose "${PROFILES[@]}" kill -s SIGKILL "$victim" >&2
 killed_at=$SECONDS
-log "killed $victim (leader of $STREAM_0) with SIGKILL; partition 0: $sent_0 acknowledged, $read_0 read"
+log "killed $victim (leader of $stream_k) with SIGKILL; partition $kp: $sent_k acknowledged, $read_k read"
+log "queue at the kill: $completed_0 of $BOOBLIK_JS_TASK_COUNT tasks completed; $queue_leaders$([ "$victim" = "$claims_leader" ] || echo " (the claims leader leads no events stream: not killed)")"
 live=()
 for node in "${NODES[@]}"; do [ "$node" = "$victim" ] || live+=("$node"); done
 
-# The write outage: partition 0's acknowledged count stops growing (its stream has no leader)
+# The write outage: partition $kp's acknowledged count stops growing (its stream has no leader)
 # and grows again (a new leader); polled every 0.2 s, from the kill to the first growth after a
 # pause of at least 1 s. Appends in flight at the kill may still be acknowledged first.
 now_ms() { date +%s%3N; }
 kill_ms=$(now_ms)
-prev=$sent_0 paused_ms="" outage_ms=""
+prev=$sent_k paused_ms="" outage_ms=""
 while [ -z "$outage_ms" ]; do
   [ $(($(now_ms) - kill_ms)) -lt $((FAILOVER_WITHIN_S * 1000)) ] \
-    || fail "writes to partition 0 did not pause and resume within ${FAILOVER_WITHIN_S}s of the kill"
-  value=$(stats_field js-publisher '.per_partition["0"] // 0') || value=$prev
+    || fail "writes to partition $kp did not pause and resume within ${FAILOVER_WITHIN_S}s of the kill"
+  value=$(stats_field js-publisher ".per_partition[\"$kp\"] // 0") || value=$prev
   if [ "$value" -gt "$prev" ]; then
     if [ -n "$paused_ms" ] && [ $(($(now_ms) - paused_ms)) -ge 1000 ]; then
       outage_ms=$(($(now_ms) - kill_ms))
@@ -158,15 +217,23 @@ while [ -z "$outage_ms" ]; do
   fi
   sleep 0.2
 done
-log "write outage: partition 0's writes resumed $outage_ms ms after the kill (at $value acknowledged)"
-wait_until "$FAILOVER_WITHIN_S" "js-consumer-0 to read on after the failover" \
-  stats_gt js-consumer-0 .records $((read_0 + value - sent_0))
-log "js-consumer-0 reads on: $(stats js-consumer-0 | jq -c '{records, next_offset, lag}')"
+log "write outage: partition $kp's writes resumed $outage_ms ms after the kill (at $value acknowledged)"
+wait_until "$FAILOVER_WITHIN_S" "js-consumer-$kp to read on after the failover" \
+  stats_gt js-consumer-$kp .records $((read_k + value - sent_k))
+log "js-consumer-$kp reads on: $(stats js-consumer-$kp | jq -c '{records, next_offset, lag}')"
+# More completions than the workers had tasks in hand at the kill (one each): tasks claimed after it.
+if [ $((completed_0 + ${#WORKERS[@]})) -lt "$BOOBLIK_JS_TASK_COUNT" ]; then
+  wait_until "$QUEUE_STALL_WITHIN_S" "the queue to complete tasks claimed after the kill" \
+    completed_gt $((completed_0 + ${#WORKERS[@]}))
+  log "queue: $(completed) tasks completed $((SECONDS - killed_at)) s after the kill ($completed_0 at the kill)"
+else
+  log "queue: fewer than ${#WORKERS[@]} tasks left at the kill; progress after it is the drain below"
+fi
 while [ $((SECONDS - killed_at)) -lt "$RUN_AFTER_KILL_S" ]; do sleep 1; done
 
 # --- stop the writer; every reader catches up with every stream's end ---
-compose --profile cluster stop js-publisher >&2
-line=$(compose --profile cluster logs --no-color js-publisher | grep 'publisher stopped' | tail -n 1)
+compose "${PROFILES[@]}" stop js-publisher >&2
+line=$(compose "${PROFILES[@]}" logs --no-color js-publisher | grep 'publisher stopped' | tail -n 1)
 [ -n "$line" ] || fail "the publisher did not report its totals when stopped"
 acknowledged=$(sed -n 's/.*[^_]sent=\([0-9]*\).*/\1/p' <<<"$line")
 [ -n "$acknowledged" ] || fail "no sent= in: $line"
@@ -194,7 +261,7 @@ wait_until "$CATCH_UP_WITHIN_S" "every consumer and the projection to reach ever
 log "caught up: ends p0 $(end_of 0), p1 $(end_of 1), p2 $(end_of 2)"
 
 # --- a replay of the streams agrees with everyone ---
-replay=$(compose --profile cluster --profile cluster-replay run --rm --no-deps -T js-replay 2>/dev/null) \
+replay=$(compose "${PROFILES[@]}" run --rm --no-deps -T js-replay 2>/dev/null) \
   || fail "js-replay failed (order violated or offsets skipped?)"
 records=$(jq -r .records <<<"$replay")
 [ "$(jq -r .violations <<<"$replay")" = 0 ] || fail "the replay found violations: $(jq -c . <<<"$replay")"
@@ -214,4 +281,32 @@ projection=$(stats js-projection)
   || fail "the projection folded $(jq -r .events <<<"$projection") events, the replay read $records"
 [ "$(jq -r .violations <<<"$projection")" = 0 ] || fail "the projection reports violations"
 log "replay: $records records ($acknowledged acknowledged) = every consumer's records = the projection's events"
+
+# --- the queue: every submitted task completed, its two streams verified ---
+# Polled through js-queue-verify, not the workers' counters: a done whose acknowledgement was lost
+# in the failover is in the log but in no worker's `completed`.
+verify="" verify_status=0
+run_verify() {
+  verify_status=0
+  verify=$(compose "${PROFILES[@]}" run --rm --no-deps -T -e RUST_LOG=warn js-queue-verify 2>/dev/null) \
+    || verify_status=$?
+}
+drained() {
+  run_verify
+  [ "$(jq -r .summary.completed <<<"$verify" 2>/dev/null)" = "$BOOBLIK_JS_TASK_COUNT" ] && return 0
+  sleep "$VERIFY_EVERY_S"
+  return 1
+}
+wait_until "$QUEUE_DRAIN_WITHIN_S" "all $BOOBLIK_JS_TASK_COUNT tasks to be completed (js-queue-verify)" drained
+log "js-queue-verify: $(jq -c '{clean, summary: (.summary | {tasks, completed, never_completed, lost, dead_lettered, expired_leases, fenced_dones, wins, lost_races})}' <<<"$verify")"
+[ "$verify_status" -eq 0 ] || fail "js-queue-verify exited $verify_status: $(jq -c .violations <<<"$verify")"
+[ "$(jq -r .clean <<<"$verify")" = true ] || fail "js-queue-verify is not clean"
+[ "$(jq -r '.violations | length' <<<"$verify")" = 0 ] || fail "js-queue-verify reports violations"
+[ "$(jq -r .summary.tasks <<<"$verify")" = "$BOOBLIK_JS_TASK_COUNT" ] \
+  || fail "the tasks stream holds $(jq -r .summary.tasks <<<"$verify") tasks, $BOOBLIK_JS_TASK_COUNT were submitted"
+[ "$(jq -r .summary.completed <<<"$verify")" = "$BOOBLIK_JS_TASK_COUNT" ] \
+  || fail "$(jq -r .summary.completed <<<"$verify") of $BOOBLIK_JS_TASK_COUNT tasks completed in the claims stream"
+for worker in "${WORKERS[@]}"; do
+  log "$worker: $(stats "$worker" | jq -c '{claims, wins, lost_races, completed, leases_lost, extends}')"
+done
 log "cluster: OK"
