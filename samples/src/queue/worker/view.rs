@@ -209,6 +209,15 @@ impl LiveView {
         {
             let mut inner = self.lock();
             let inner = &mut *inner;
+            // An empty answer that moves nothing (a long poll that timed out) is no progress:
+            // waking the waiters for it would make an idle worker's loop spin once per poll.
+            let applied_up_to = match log {
+                LogName::Tasks => inner.tasks_next_offset,
+                LogName::Claims => inner.claims_next_offset,
+            };
+            if records.is_empty() && next_offset == applied_up_to {
+                return;
+            }
             for record in records {
                 let applied = match log {
                     LogName::Tasks => match Task::decode(&record.payload) {
