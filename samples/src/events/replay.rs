@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Bounds, EngineError, LogEngine, ReadLimits, StartAt};
 use crate::events::tally::PartitionTally;
 use crate::support::per_partition::partitions_of;
-use crate::support::retry::RETRY_BACKOFF_MS;
+use crate::support::retry::retry_transient;
 
 /// Most attempts at one read when the engine keeps failing transiently.
 pub const MAX_ATTEMPTS_PER_BATCH: u32 = 10;
@@ -166,8 +166,12 @@ pub async fn replay_partition(
     range: ReplayRange,
     limits: ReadLimits,
 ) -> Result<ReplayedPartition, EngineError> {
-    let log = retrying(partition, || engine.open(topic, partition)).await?;
-    let bounds: Bounds = retrying(partition, || log.bounds()).await?;
+    let what = format!("replay of {topic}/{partition}");
+    let log = retry_transient(&what, MAX_ATTEMPTS_PER_BATCH, || {
+        engine.open(topic, partition)
+    })
+    .await?;
+    let bounds: Bounds = retry_transient(&what, MAX_ATTEMPTS_PER_BATCH, || log.bounds()).await?;
     let from_offset = range.from.offset_in(bounds);
     let end_offset = range.to.map_or(bounds.end, |to| to.min(bounds.end));
     // What is there, at once: nothing below the end needs waiting for.
@@ -178,7 +182,8 @@ pub async fn replay_partition(
     let mut tally = PartitionTally::new(partition);
     let mut position = from_offset;
     while position < end_offset {
-        let batch = retrying(partition, || log.read(position, limits)).await?;
+        let batch =
+            retry_transient(&what, MAX_ATTEMPTS_PER_BATCH, || log.read(position, limits)).await?;
         if batch.records.is_empty() {
             // The log ends before the end it reported (it cannot shrink): stop, the tally says
             // how far it got.
@@ -201,24 +206,4 @@ pub async fn replay_partition(
         from_offset,
         end_offset,
     })
-}
-
-/// Runs `call` until it succeeds, fails for good, or failed transiently
-/// [`MAX_ATTEMPTS_PER_BATCH`] times.
-async fn retrying<T, F, Fut>(partition: i32, mut call: F) -> Result<T, EngineError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, EngineError>>,
-{
-    let mut attempts = 0;
-    loop {
-        match call().await {
-            Err(error) if error.is_transient() && attempts + 1 < MAX_ATTEMPTS_PER_BATCH => {
-                attempts += 1;
-                tracing::warn!(partition, %error, attempts, "replay read failed; retrying");
-                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
-            }
-            outcome => return outcome,
-        }
-    }
 }

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use booblik_client::{Client, ClientError, ConnectionConfig};
 
+use crate::engine::EngineError;
+
 use crate::support::shutdown::Shutdown;
 
 /// Wait between two attempts after a transient failure.
@@ -64,6 +66,31 @@ pub async fn connect(
                 }
             }
             Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Runs `call` until it succeeds, fails for good, or has failed transiently `max_attempts` times
+/// in a row, [`RETRY_BACKOFF_MS`] apart: the rule above for one engine call (a read is safe to
+/// repeat from the same position). `what` names the call in the warnings.
+pub async fn retry_transient<T, F, Fut>(
+    what: &str,
+    max_attempts: u32,
+    mut call: F,
+) -> Result<T, EngineError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, EngineError>>,
+{
+    let mut attempts = 0;
+    loop {
+        match call().await {
+            Err(error) if error.is_transient() && attempts + 1 < max_attempts => {
+                attempts += 1;
+                tracing::warn!(what, %error, attempts, "failed; retrying");
+                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
+            }
+            outcome => return outcome,
         }
     }
 }

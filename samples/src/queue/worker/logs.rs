@@ -17,10 +17,10 @@ use bytes::Bytes;
 
 use crate::engine::{EngineError, IntoEngine, LogEngine, MAX_READ_RECORDS, ReadLimits};
 use crate::queue::record::{ClaimsRecord, Task};
-use crate::support::retry::RETRY_BACKOFF_MS;
+use crate::support::retry::retry_transient;
 
 /// Transient failures in a row after which reading a log gives up (about 30 s at
-/// [`RETRY_BACKOFF_MS`], beyond a JetStream leader election's 6–9 s).
+/// [`RETRY_BACKOFF_MS`](crate::support::retry::RETRY_BACKOFF_MS), beyond a JetStream leader election's 6–9 s).
 pub const MAX_READ_ATTEMPTS: u32 = 60;
 
 /// Both logs as raw records `(offset, bytes)`: tasks first, then claims. Use this with
@@ -66,8 +66,8 @@ pub async fn read_logs(
 
 async fn read_partition(engine: &dyn LogEngine, topic: &str) -> anyhow::Result<Vec<(i64, Bytes)>> {
     let read = async {
-        let log = retrying(topic, || engine.open(topic, 0)).await?;
-        let bounds = retrying(topic, || log.bounds()).await?;
+        let log = retry_transient(topic, MAX_READ_ATTEMPTS, || engine.open(topic, 0)).await?;
+        let bounds = retry_transient(topic, MAX_READ_ATTEMPTS, || log.bounds()).await?;
         if bounds.start > bounds.origin {
             tracing::warn!(
                 topic,
@@ -85,7 +85,8 @@ async fn read_partition(engine: &dyn LogEngine, topic: &str) -> anyhow::Result<V
         let mut records = Vec::new();
         let mut position = bounds.start;
         while position < bounds.end {
-            let batch = retrying(topic, || log.read(position, limits)).await?;
+            let batch =
+                retry_transient(topic, MAX_READ_ATTEMPTS, || log.read(position, limits)).await?;
             if batch.records.is_empty() {
                 // The log ends before the end it reported (it cannot shrink): what was read
                 // is the prefix there is.
@@ -103,24 +104,4 @@ async fn read_partition(engine: &dyn LogEngine, topic: &str) -> anyhow::Result<V
         Ok::<_, EngineError>(records)
     };
     read.await.with_context(|| format!("cannot read {topic}"))
-}
-
-/// Runs `call` until it succeeds, fails for good, or failed transiently [`MAX_READ_ATTEMPTS`]
-/// times in a row.
-async fn retrying<T, F, Fut>(topic: &str, mut call: F) -> Result<T, EngineError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, EngineError>>,
-{
-    let mut attempts = 0;
-    loop {
-        match call().await {
-            Err(error) if error.is_transient() && attempts + 1 < MAX_READ_ATTEMPTS => {
-                attempts += 1;
-                tracing::warn!(topic, %error, attempts, "reading a queue log failed; retrying");
-                tokio::time::sleep(Duration::from_millis(RETRY_BACKOFF_MS)).await;
-            }
-            outcome => return outcome,
-        }
-    }
 }
