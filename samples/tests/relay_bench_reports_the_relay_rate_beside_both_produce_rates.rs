@@ -5,7 +5,7 @@
 
 mod relay_support;
 
-use relay_support::{PARTITIONS, booblik, read_all, start_broker};
+use relay_support::{PARTITIONS, booblik, read_all, relay_args, spawn_relay, start_broker};
 
 use booblik_samples::engine::LogEngine;
 
@@ -16,22 +16,13 @@ async fn the_bench_reports_three_rates_and_relays_what_it_produced() {
     let dir = tempfile::tempdir().unwrap();
     let source = start_broker(&dir.path().join("a"), "scratch:2").await;
     let target = start_broker(&dir.path().join("b"), "scratch:2").await;
-    let offsets = dir.path().join("offsets");
-    let source_url = format!("booblik://{}/scratch", source.local_addr());
-    let target_url = format!("booblik://{}/scratch", target.local_addr());
-    let n = RECORDS.to_string();
-    let mut child = relay_support::spawn_relay(
+    let args = relay_args(
         dir.path(),
-        0,
-        &[
-            &source_url,
-            &target_url,
-            "--offsets-dir",
-            offsets.to_str().unwrap(),
-            "--bench-records",
-            &n,
-        ],
+        &format!("booblik://{}/scratch", source.local_addr()),
+        &format!("booblik://{}/scratch", target.local_addr()),
+        &["--bench-records", &RECORDS.to_string()],
     );
+    let mut child = spawn_relay(dir.path(), 0, &args);
     let status = tokio::task::spawn_blocking(move || child.wait())
         .await
         .unwrap()

@@ -10,7 +10,8 @@
 mod relay_support;
 
 use relay_support::{
-    PARTITIONS, booblik, check_payloads, kafka, produce, run_to_end, start_broker,
+    PARTITIONS, booblik, check_payloads, kafka, produce, relay_args, run_again_relays_nothing,
+    run_to_end, start_broker,
 };
 
 const RECORDS: u64 = 1_200;
@@ -19,22 +20,16 @@ const RECORDS: u64 = 1_200;
 #[ignore = "needs a Kafka broker (tansu); run by .ci/run with --features kafka -- --ignored"]
 async fn the_relay_copies_booblik_into_kafka_once_in_order_with_source_positions() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = kafka::start(&dir.path().join("kafka"));
-    kafka::create_topic(broker.addr(), "mirror", PARTITIONS).await;
+    let broker = kafka::start_with_topic(dir.path(), "mirror", PARTITIONS).await;
     let source = start_broker(&dir.path().join("a"), "events:2").await;
     produce(&booblik(&source).await, "events", RECORDS, 250).await;
 
-    let offsets = dir.path().join("offsets");
-    let source_url = format!("booblik://{}/events", source.local_addr());
-    let target_url = format!("kafka://{}/mirror", broker.addr());
-    let args = [
-        source_url.as_str(),
-        target_url.as_str(),
-        "--offsets-dir",
-        offsets.to_str().unwrap(),
-        "--batch-max-records",
-        "200",
-    ];
+    let args = relay_args(
+        dir.path(),
+        &format!("booblik://{}/events", source.local_addr()),
+        &format!("kafka://{}/mirror", broker.addr()),
+        &["--batch-max-records", "200"],
+    );
     let (first, _) = run_to_end(dir.path(), 0, &args).await;
     assert_eq!(first.relayed, RECORDS * PARTITIONS as u64, "{first:?}");
     for p in 0..PARTITIONS {
@@ -55,12 +50,5 @@ async fn the_relay_copies_booblik_into_kafka_once_in_order_with_source_positions
         }
     }
 
-    let (second, _) = run_to_end(dir.path(), 1, &args).await;
-    assert_eq!(
-        second.relayed, 0,
-        "the second run re-sent records: {second:?}"
-    );
-    for p in second.partitions {
-        assert_eq!(p.started_at, RECORDS as i64, "{p:?}");
-    }
+    run_again_relays_nothing(dir.path(), &args, &[RECORDS as i64; PARTITIONS as usize]).await;
 }

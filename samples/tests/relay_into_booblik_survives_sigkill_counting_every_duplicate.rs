@@ -17,12 +17,10 @@ use std::time::Duration;
 use booblik_samples::engine::jetstream::StreamSettings;
 use booblik_samples::engine::{JetStreamEngine, LogEngine};
 use booblik_samples::support::nats_cluster::NatsCluster;
-use booblik_samples::support::shutdown::Shutdown;
 use relay_support::{
-    BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker,
+    BATCH, PARTITIONS, ROUNDS, booblik, check_partition, crash_loop, jetstream_url, produce_until,
+    start_broker,
 };
-
-const ROUNDS: usize = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nats-server; run by .ci/run with --ignored"]
@@ -39,26 +37,14 @@ async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_into_b
     booblik_samples::support::cli::ensure_topic(&nats, "events", PARTITIONS, &settings)
         .await
         .unwrap();
-    let source: Arc<dyn LogEngine> = Arc::new(nats.clone());
     let broker = start_broker(&dir.path().join("broker"), "mirror:2").await;
     let target = booblik(&broker).await;
 
-    let stop = Shutdown::new();
-    let producer = produce_until(source, "events", stop.clone());
-    let offsets = dir.path().join("offsets");
-    let source_url = relay_support::jetstream_url(&cluster, "events");
+    let producer = produce_until(Arc::new(nats.clone()), "events");
+    let source_url = jetstream_url(&cluster, "events");
     let target_url = format!("booblik://{}/mirror", broker.local_addr());
-    let batch = BATCH.to_string();
-    let args = [
-        source_url.as_str(),
-        target_url.as_str(),
-        "--offsets-dir",
-        offsets.to_str().unwrap(),
-        "--batch-max-records",
-        batch.as_str(),
-    ];
-    let (produced, logged, last) = crash_loop(dir.path(), &args, ROUNDS, (producer, stop)).await;
-    assert!(produced > 0);
+    let run = crash_loop(dir.path(), &source_url, &target_url, producer).await;
+    let (produced, logged, last) = (run.produced, &run.logged, &run.last);
     for p in 0..PARTITIONS {
         let log = target.open("mirror", p).await.unwrap();
         let landed = check_partition(log.as_ref(), p, produced).await;

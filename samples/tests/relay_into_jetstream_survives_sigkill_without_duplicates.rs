@@ -19,12 +19,9 @@ use async_nats::jetstream::stream;
 use booblik_samples::engine::jetstream::naming;
 use booblik_samples::engine::{JetStreamEngine, LogEngine};
 use booblik_samples::support::nats_cluster::NatsCluster;
-use booblik_samples::support::shutdown::Shutdown;
 use relay_support::{
-    BATCH, PARTITIONS, booblik, check_partition, crash_loop, produce_until, start_broker,
+    PARTITIONS, booblik, check_partition, crash_loop, jetstream_url, produce_until, start_broker,
 };
-
-const ROUNDS: usize = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nats-server; run by .ci/run with --ignored"]
@@ -62,34 +59,22 @@ async fn a_relay_killed_20_times_loses_nothing_and_duplicates_nothing_into_jetst
         }
     }
     let broker = start_broker(&dir.path().join("broker"), "events:2").await;
-    let source: Arc<dyn LogEngine> = Arc::new(booblik(&broker).await);
-
-    let stop = Shutdown::new();
-    let producer = produce_until(source, "events", stop.clone());
-    let offsets = dir.path().join("offsets");
+    let producer = produce_until(Arc::new(booblik(&broker).await), "events");
     let source_url = format!("booblik://{}/events", broker.local_addr());
-    let target_url = relay_support::jetstream_url(&cluster, "mirror");
-    let batch = BATCH.to_string();
-    let args = [
-        source_url.as_str(),
-        target_url.as_str(),
-        "--offsets-dir",
-        offsets.to_str().unwrap(),
-        "--batch-max-records",
-        batch.as_str(),
-    ];
-    let (produced, _, last) = crash_loop(dir.path(), &args, ROUNDS, (producer, stop)).await;
-    assert!(produced > 0);
-    assert_eq!(last.duplicates, 0, "{last:?}");
+    let target_url = jetstream_url(&cluster, "mirror");
+    let run = crash_loop(dir.path(), &source_url, &target_url, producer).await;
+    assert_eq!(run.last.duplicates, 0, "{:?}", run.last);
     for p in 0..PARTITIONS {
         let log = nats.open("mirror", p).await.unwrap();
-        let landed = check_partition(log.as_ref(), p, produced).await;
+        let landed = check_partition(log.as_ref(), p, run.produced).await;
         assert_eq!(landed.duplicates, 0, "partition {p}: {landed:?}");
-        assert_eq!(last.partitions[p as usize].position, produced as i64);
+        assert_eq!(
+            run.last.partitions[p as usize].position,
+            run.produced as i64
+        );
     }
-    let tail_resumes = (0..=ROUNDS)
-        .map(|round| relay_support::outputs(dir.path(), round).1)
-        .map(|log| log.matches("resuming after its tail").count())
-        .sum::<usize>();
-    eprintln!("starts that resumed after the target's tail: {tail_resumes}");
+    eprintln!(
+        "starts that resumed after the target's tail: {}",
+        run.tail_resumes
+    );
 }

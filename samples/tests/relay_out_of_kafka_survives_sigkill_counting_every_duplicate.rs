@@ -15,36 +15,20 @@
 mod relay_support;
 
 use booblik_samples::engine::LogEngine;
-use booblik_samples::support::shutdown::Shutdown;
 use relay_support::{BATCH, PARTITIONS, booblik, check_partition, crash_loop, kafka, start_broker};
-
-const ROUNDS: usize = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a Kafka broker (tansu); run by .ci/run with --features kafka -- --ignored"]
 async fn a_relay_killed_20_times_loses_nothing_and_counts_every_duplicate_out_of_kafka() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = kafka::start(&dir.path().join("kafka"));
-    kafka::create_topic(broker.addr(), "events", PARTITIONS).await;
+    let broker = kafka::start_with_topic(dir.path(), "events", PARTITIONS).await;
     let target = start_broker(&dir.path().join("b"), "mirror:2").await;
     let engine = booblik(&target).await;
-
-    let stop = Shutdown::new();
-    let producer = kafka::produce_until(broker.addr(), "events", stop.clone());
-    let offsets = dir.path().join("offsets");
+    let producer = kafka::produce_until(broker.addr(), "events");
     let source_url = format!("kafka://{}/events", broker.addr());
     let target_url = format!("booblik://{}/mirror", target.local_addr());
-    let batch = BATCH.to_string();
-    let args = [
-        source_url.as_str(),
-        target_url.as_str(),
-        "--offsets-dir",
-        offsets.to_str().unwrap(),
-        "--batch-max-records",
-        batch.as_str(),
-    ];
-    let (produced, logged, last) = crash_loop(dir.path(), &args, ROUNDS, (producer, stop)).await;
-    assert!(produced > 0);
+    let run = crash_loop(dir.path(), &source_url, &target_url, producer).await;
+    let (produced, logged, last) = (run.produced, &run.logged, &run.last);
     let mut in_target = 0;
     for p in 0..PARTITIONS {
         let log = engine.open("mirror", p).await.unwrap();

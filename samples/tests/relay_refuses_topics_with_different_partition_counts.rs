@@ -3,26 +3,19 @@
 
 mod relay_support;
 
-use relay_support::{outputs, spawn_relay, start_broker};
+use relay_support::{outputs, relay_args, spawn_relay, start_broker};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_refuses_a_target_with_another_partition_count() {
     let dir = tempfile::tempdir().unwrap();
     let broker = start_broker(&dir.path().join("b"), "events:2,mirror:3").await;
-    let offsets = dir.path().join("offsets");
-    let source = format!("booblik://{}/events", broker.local_addr());
-    let target = format!("booblik://{}/mirror", broker.local_addr());
-    let mut child = spawn_relay(
+    let args = relay_args(
         dir.path(),
-        0,
-        &[
-            &source,
-            &target,
-            "--offsets-dir",
-            offsets.to_str().unwrap(),
-            "--exit-when-caught-up",
-        ],
+        &format!("booblik://{}/events", broker.local_addr()),
+        &format!("booblik://{}/mirror", broker.local_addr()),
+        &["--exit-when-caught-up"],
     );
+    let mut child = spawn_relay(dir.path(), 0, &args);
     let status = tokio::task::spawn_blocking(move || child.wait())
         .await
         .unwrap()
@@ -34,5 +27,8 @@ async fn the_relay_refuses_a_target_with_another_partition_count() {
         log.contains("has 2 partitions") && log.contains("has 3"),
         "the error does not name both counts: {log}"
     );
-    assert!(!offsets.join("relay").exists(), "a position was saved");
+    assert!(
+        !dir.path().join("offsets/relay").exists(),
+        "a position was saved"
+    );
 }

@@ -7,7 +7,8 @@ mod relay_support;
 use std::time::Duration;
 
 use relay_support::{
-    PARTITIONS, booblik, free_addr, get_json, outputs, produce, spawn_relay, start_broker,
+    PARTITIONS, booblik, free_addr, get_json, outputs, produce, relay_args, spawn_relay,
+    start_broker,
 };
 
 const RECORDS: u64 = 700;
@@ -20,20 +21,12 @@ async fn the_relay_serves_its_counters_on_stats_bind_and_its_summary_agrees() {
     produce(&booblik(&source).await, "events", RECORDS, 100).await;
 
     let stats = free_addr();
-    let offsets = dir.path().join("offsets");
-    let (source_url, target_url, bind) = (
-        format!("booblik://{}/events", source.local_addr()),
-        format!("booblik://{}/mirror", target.local_addr()),
-        stats.to_string(),
+    let args = relay_args(
+        dir.path(),
+        &format!("booblik://{}/events", source.local_addr()),
+        &format!("booblik://{}/mirror", target.local_addr()),
+        &["--stats-bind", &stats.to_string()],
     );
-    let args = [
-        source_url.as_str(),
-        target_url.as_str(),
-        "--offsets-dir",
-        offsets.to_str().unwrap(),
-        "--stats-bind",
-        bind.as_str(),
-    ];
     let mut child = spawn_relay(dir.path(), 0, &args);
     let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
     let scraped = loop {

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use booblik_samples::support::shutdown::Shutdown;
 use booblik_samples::support::tansu::Kafka;
 use bytes::Bytes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -12,11 +11,19 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::{PARTITIONS, payload};
+use super::{PARTITIONS, Producer, payload};
 
-/// The broker, or a failure saying how to install one: never a silent pass.
+/// The broker, its data under `dir/kafka`, or a failure saying how to install one: never a
+/// silent pass.
 pub fn start(dir: &std::path::Path) -> Kafka {
-    Kafka::start(dir).unwrap_or_else(|error| panic!("{error:#}"))
+    Kafka::start(&dir.join("kafka")).unwrap_or_else(|error| panic!("{error:#}"))
+}
+
+/// [`start`], with `topic` of `partitions` partitions created.
+pub async fn start_with_topic(dir: &std::path::Path, topic: &str, partitions: i32) -> Kafka {
+    let broker = start(dir);
+    create_topic(broker.addr(), topic, partitions).await;
+    broker
 }
 
 fn config(addr: &str) -> ClientConfig {
@@ -71,11 +78,11 @@ pub async fn send_all(
 }
 
 /// Produces keyless records `payload(p, n)` into every partition p, 20 per partition every
-/// 10 ms, until `stop`; returns how many each partition got.
-pub fn produce_until(addr: &str, topic: &str, stop: Shutdown) -> tokio::task::JoinHandle<u64> {
+/// 10 ms, until stopped; [`Producer::stop`] returns how many each partition got.
+pub fn produce_until(addr: &str, topic: &str) -> Producer {
     let producer = producer(addr);
     let topic = topic.to_owned();
-    tokio::spawn(async move {
+    Producer::spawn(|stop| async move {
         let mut n = 0u64;
         while !stop.is_triggered() {
             let records: Vec<_> = (0..PARTITIONS)

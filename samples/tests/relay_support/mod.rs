@@ -6,6 +6,13 @@
 #[cfg(feature = "kafka")]
 pub mod kafka;
 
+// The events tests' HTTP helpers, one copy for both (as `engine_samples_support` does).
+#[path = "../events_support/mod.rs"]
+mod events_support;
+
+#[allow(unused_imports)] // Only the test of `--stats-bind` scrapes.
+pub use events_support::{free_addr, get_json};
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -67,15 +74,35 @@ pub async fn produce(engine: &dyn LogEngine, topic: &str, count: u64, batch: u64
     count
 }
 
-/// Produces into every partition in small batches until `stop`, then returns how many records
-/// each partition got (the same number for all).
-pub fn produce_until(
-    engine: Arc<dyn LogEngine>,
-    topic: &str,
+/// A producer writing the source until it is stopped.
+pub struct Producer {
+    task: tokio::task::JoinHandle<u64>,
     stop: Shutdown,
-) -> tokio::task::JoinHandle<u64> {
+}
+
+impl Producer {
+    /// Runs `write` as a task, handing it the signal to stop on.
+    pub fn spawn<F>(write: impl FnOnce(Shutdown) -> F) -> Self
+    where
+        F: Future<Output = u64> + Send + 'static,
+    {
+        let stop = Shutdown::new();
+        let task = tokio::spawn(write(stop.clone()));
+        Self { task, stop }
+    }
+
+    /// Stops the producer; returns how many records each partition got.
+    pub async fn stop(self) -> u64 {
+        self.stop.trigger();
+        self.task.await.unwrap()
+    }
+}
+
+/// Produces into every partition in small batches until stopped; [`Producer::stop`] returns how
+/// many records each partition got (the same number for all).
+pub fn produce_until(engine: Arc<dyn LogEngine>, topic: &str) -> Producer {
     let topic = topic.to_owned();
-    tokio::spawn(async move {
+    Producer::spawn(|stop| async move {
         let mut logs = Vec::new();
         for p in 0..PARTITIONS {
             logs.push(engine.open(&topic, p).await.unwrap());
@@ -161,12 +188,26 @@ pub fn check_payloads(all: &[Bytes], p: i32, produced: u64) -> Landed {
     }
 }
 
+/// The relay's command line from `source` to `target` (endpoint URLs), saving its positions
+/// under `dir/offsets`, then the flags in `more`.
+pub fn relay_args(dir: &Path, source: &str, target: &str, more: &[&str]) -> Vec<String> {
+    let offsets = dir.join("offsets");
+    let mut args = vec![
+        source.to_owned(),
+        target.to_owned(),
+        "--offsets-dir".to_owned(),
+        offsets.to_str().unwrap().to_owned(),
+    ];
+    args.extend(more.iter().map(|flag| (*flag).to_owned()));
+    args
+}
+
 /// The relay binary with these arguments, its stdout and stderr into files under `dir`.
-pub fn spawn_relay(dir: &Path, round: usize, args: &[&str]) -> Child {
+pub fn spawn_relay(dir: &Path, round: usize, args: &[impl AsRef<str>]) -> Child {
     let out = std::fs::File::create(dir.join(format!("relay-{round}.out"))).unwrap();
     let err = std::fs::File::create(dir.join(format!("relay-{round}.err"))).unwrap();
     Command::new(env!("CARGO_BIN_EXE_relay"))
-        .args(args)
+        .args(args.iter().map(AsRef::as_ref))
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(out)
@@ -204,8 +245,8 @@ pub fn logged_duplicates(log: &str) -> BTreeMap<i32, u64> {
 
 /// Runs the relay to the end (`--exit-when-caught-up`) as run `round` and returns its summary
 /// and log; panics when it fails.
-pub async fn run_to_end(dir: &Path, round: usize, args: &[&str]) -> (Summary, String) {
-    let mut args = args.to_vec();
+pub async fn run_to_end(dir: &Path, round: usize, args: &[impl AsRef<str>]) -> (Summary, String) {
+    let mut args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
     args.push("--exit-when-caught-up");
     let mut child = spawn_relay(dir, round, &args);
     let status = tokio::task::spawn_blocking(move || child.wait())
@@ -217,19 +258,46 @@ pub async fn run_to_end(dir: &Path, round: usize, args: &[&str]) -> (Summary, St
     (summary.expect("a clean run prints a summary"), log)
 }
 
-/// Runs the relay `rounds` times, each SIGKILLed after a random 150..600 ms, while `producer`
-/// keeps writing; then stops the producer and runs it to the end with `--exit-when-caught-up`.
-/// Returns the records produced per partition, the duplicates each run logged (per round, per
-/// partition) and the last run's summary.
-pub async fn crash_loop(
-    dir: &Path,
-    args: &[&str],
-    rounds: usize,
-    producer: (tokio::task::JoinHandle<u64>, Shutdown),
-) -> (u64, Vec<BTreeMap<i32, u64>>, Summary) {
+/// Runs the relay of `args` to the end a second time (run 1, after run 0 relayed everything)
+/// and panics unless it relayed nothing and started each partition at `started_at[p]`: the
+/// positions the first run saved.
+pub async fn run_again_relays_nothing(dir: &Path, args: &[impl AsRef<str>], started_at: &[i64]) {
+    let (second, _) = run_to_end(dir, 1, args).await;
+    assert_eq!(
+        second.relayed, 0,
+        "the second run re-sent records: {second:?}"
+    );
+    let starts: Vec<i64> = second.partitions.iter().map(|p| p.started_at).collect();
+    assert_eq!(starts, started_at, "{second:?}");
+}
+
+/// Relay runs in a crash loop that are SIGKILLed mid-stream (one more then runs to the end).
+pub const ROUNDS: usize = 20;
+
+/// What a crash loop left.
+#[derive(Debug)]
+pub struct CrashLoop {
+    /// Records produced into each source partition.
+    pub produced: u64,
+    /// The duplicates each run logged at its start, by run, then by partition.
+    pub logged: Vec<BTreeMap<i32, u64>>,
+    /// The summary of the last run, the one run to the end.
+    pub last: Summary,
+    /// Starts that resumed after the target's tail (targets whose records carry their source
+    /// position).
+    pub tail_resumes: usize,
+}
+
+/// Relays `source` to `target` (endpoint URLs) in batches of [`BATCH`] records through
+/// [`ROUNDS`] runs, each SIGKILLed after a random 150..600 ms while `producer` keeps writing the
+/// source; then stops the producer and runs the relay to the end with `--exit-when-caught-up`.
+/// Panics when a run exits early, the last run fails, or nothing was produced.
+pub async fn crash_loop(dir: &Path, source: &str, target: &str, producer: Producer) -> CrashLoop {
+    let batch = BATCH.to_string();
+    let args = relay_args(dir, source, target, &["--batch-max-records", &batch]);
     let mut logged = Vec::new();
-    for round in 0..rounds {
-        let mut child = spawn_relay(dir, round, args);
+    for round in 0..ROUNDS {
+        let mut child = spawn_relay(dir, round, &args);
         let wait = 150 + rand::random::<u64>() % 450;
         tokio::time::sleep(Duration::from_millis(wait)).await;
         assert!(
@@ -241,34 +309,20 @@ pub async fn crash_loop(
         child.wait().unwrap();
         logged.push(logged_duplicates(&outputs(dir, round).1));
     }
-    let (task, stop) = producer;
-    stop.trigger();
-    let produced = task.await.unwrap();
-    let (summary, log) = run_to_end(dir, rounds, args).await;
+    let produced = producer.stop().await;
+    assert!(produced > 0, "the producer wrote nothing");
+    let (last, log) = run_to_end(dir, ROUNDS, &args).await;
     logged.push(logged_duplicates(&log));
-    (produced, logged, summary)
-}
-
-/// A local address nobody listens on (bound, then released).
-pub fn free_addr() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// `GET path` on `addr`: the status and the JSON body, or `None` when nothing answers yet.
-pub async fn get_json(addr: std::net::SocketAddr, path: &str) -> Option<(u16, serde_json::Value)> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.ok()?;
-    let response = String::from_utf8(response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, serde_json::from_str(body).ok()?))
+    let tail_resumes = (0..=ROUNDS)
+        .map(|round| outputs(dir, round).1)
+        .map(|log| log.matches("resuming after its tail").count())
+        .sum();
+    CrashLoop {
+        produced,
+        logged,
+        last,
+        tail_resumes,
+    }
 }
 
 /// `jetstream://host:port,…/topic` for every node of `cluster`.
