@@ -13,56 +13,14 @@
 
 mod support;
 
-use support::{integer, run_report};
-
-const TASKS: u64 = 60;
+use support::{integer, run_stall_chaos, system};
 
 #[test]
 #[ignore = "needs nats-server installed; .ci/run installs it"]
 fn a_stalled_worker_s_late_effect_is_refused_by_booblik_and_lands_twice_on_jetstream() {
     let dir = tempfile::tempdir().unwrap();
-    let report = run_report(
-        dir.path(),
-        &[
-            "queue",
-            "--peers",
-            "jetstream-workqueue",
-            "--workers",
-            "3",
-            "--pick",
-            "random",
-            "--arrival",
-            "backlog",
-            "--tasks",
-            &TASKS.to_string(),
-            "--work-ms",
-            "20",
-            "--chaos",
-            "stall",
-            "--repetitions",
-            "1",
-            "--no-extra-queue-runs",
-            "--max-run-s",
-            "60",
-        ],
-    );
-    let runs = report["runs"].as_array().expect("runs is an array");
-    let system = |name: &str| {
-        runs.iter()
-            .find(|run| run["system"] == name)
-            .unwrap_or_else(|| panic!("no {name} run in {runs:?}"))
-    };
-    for name in ["booblik", "jetstream-workqueue"] {
-        let run = system(name);
-        assert_eq!(run["chaos"], "stall", "{name}");
-        assert_eq!(integer(run, "tasks_completed"), TASKS, "{name}");
-        assert_eq!(integer(run, "tasks_never_completed"), 0, "{name}");
-        assert!(
-            integer(run, "workers_stalled") > 0,
-            "{name}: a worker was frozen"
-        );
-    }
-    let booblik = system("booblik");
+    let runs = run_stall_chaos(dir.path(), &[], &["booblik", "jetstream-workqueue"]);
+    let booblik = system(&runs, "booblik");
     assert!(
         integer(booblik, "refused_effects") > 0,
         "booblik's sink refused the late effect"
@@ -72,7 +30,7 @@ fn a_stalled_worker_s_late_effect_is_refused_by_booblik_and_lands_twice_on_jetst
         0,
         "booblik lets no duplicate through"
     );
-    let jetstream = system("jetstream-workqueue");
+    let jetstream = system(&runs, "jetstream-workqueue");
     assert!(
         integer(jetstream, "duplicate_effects") > 0,
         "JetStream accepted the late ack, and the effect landed twice"

@@ -16,62 +16,22 @@
 
 mod support;
 
-use support::{integer, run_report};
-
-const TASKS: u64 = 60;
+use support::{integer, run_stall_chaos, system};
 
 #[test]
 #[ignore = "needs nats-server installed; .ci/run installs it"]
 fn a_stalled_worker_s_late_effect_is_refused_by_the_claims_protocol_on_jetstream_streams() {
     let dir = tempfile::tempdir().unwrap();
-    let report = run_report(
+    let runs = run_stall_chaos(
         dir.path(),
-        &[
-            "queue",
-            "--engine",
-            "jetstream",
-            "--peers",
-            "jetstream-workqueue",
-            "--workers",
-            "3",
-            "--pick",
-            "random",
-            "--arrival",
-            "backlog",
-            "--tasks",
-            &TASKS.to_string(),
-            "--work-ms",
-            "20",
-            "--chaos",
-            "stall",
-            "--repetitions",
-            "1",
-            "--no-extra-queue-runs",
-            "--max-run-s",
-            "60",
-        ],
+        &["--engine", "jetstream"],
+        &["claims-jetstream", "jetstream-workqueue"],
     );
-    let runs = report["runs"].as_array().expect("runs is an array");
-    let system = |name: &str| {
-        runs.iter()
-            .find(|run| run["system"] == name)
-            .unwrap_or_else(|| panic!("no {name} run in {runs:?}"))
-    };
     assert!(
         runs.iter().all(|run| run["system"] != "booblik"),
         "--engine jetstream runs the claims protocol on JetStream only"
     );
-    for name in ["claims-jetstream", "jetstream-workqueue"] {
-        let run = system(name);
-        assert_eq!(run["chaos"], "stall", "{name}");
-        assert_eq!(integer(run, "tasks_completed"), TASKS, "{name}");
-        assert_eq!(integer(run, "tasks_never_completed"), 0, "{name}");
-        assert!(
-            integer(run, "workers_stalled") > 0,
-            "{name}: a worker was frozen"
-        );
-    }
-    let claims = system("claims-jetstream");
+    let claims = system(&runs, "claims-jetstream");
     assert_eq!(integer(claims, "violations"), 0, "the verifier is clean");
     assert!(
         integer(claims, "refused_effects") > 0,
@@ -82,7 +42,7 @@ fn a_stalled_worker_s_late_effect_is_refused_by_the_claims_protocol_on_jetstream
         0,
         "the claims protocol lets no duplicate through on JetStream either"
     );
-    let workqueue = system("jetstream-workqueue");
+    let workqueue = system(&runs, "jetstream-workqueue");
     assert!(
         integer(workqueue, "duplicate_effects") > 0,
         "JetStream's work queue accepted the late ack, and the effect landed twice"

@@ -63,3 +63,57 @@ pub fn integer(run: &Value, key: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("run.{key} is a non-negative integer in {run}"))
 }
+
+/// Tasks in a stall chaos run.
+pub const STALL_TASKS: u64 = 60;
+
+/// Runs the stall chaos beside JetStream's own work queue (`queue --peers jetstream-workqueue
+/// --chaos stall`: 3 workers, a backlog of [`STALL_TASKS`] tasks of 20 ms, one repetition), with
+/// `engine` flags choosing what runs the claims protocol; returns the report's runs after checking,
+/// for each system named in `systems`, that a worker was frozen and every task still completed.
+pub fn run_stall_chaos(dir: &Path, engine: &[&str], systems: &[&str]) -> Vec<Value> {
+    let tasks = STALL_TASKS.to_string();
+    let mut args = vec!["queue"];
+    args.extend_from_slice(engine);
+    args.extend_from_slice(&[
+        "--peers",
+        "jetstream-workqueue",
+        "--workers",
+        "3",
+        "--pick",
+        "random",
+        "--arrival",
+        "backlog",
+        "--tasks",
+        &tasks,
+        "--work-ms",
+        "20",
+        "--chaos",
+        "stall",
+        "--repetitions",
+        "1",
+        "--no-extra-queue-runs",
+        "--max-run-s",
+        "60",
+    ]);
+    let report = run_report(dir, &args);
+    let runs = report["runs"].as_array().expect("runs is an array").clone();
+    for name in systems {
+        let run = system(&runs, name);
+        assert_eq!(run["chaos"], "stall", "{name}");
+        assert_eq!(integer(run, "tasks_completed"), STALL_TASKS, "{name}");
+        assert_eq!(integer(run, "tasks_never_completed"), 0, "{name}");
+        assert!(
+            integer(run, "workers_stalled") > 0,
+            "{name}: a worker was frozen"
+        );
+    }
+    runs
+}
+
+/// The run of `name` among `runs`, or a panic listing them.
+pub fn system<'a>(runs: &'a [Value], name: &str) -> &'a Value {
+    runs.iter()
+        .find(|run| run["system"] == name)
+        .unwrap_or_else(|| panic!("no {name} run in {runs:?}"))
+}
