@@ -32,8 +32,8 @@ use clap::Parser;
     about = "Relay a topic between booblik, JetStream and (feature `kafka`) Kafka"
 )]
 struct Cli {
-    /// Read from: booblik://host:port/topic, jetstream://host:port[,host:port]/topic or
-    /// kafka://host:port[,host:port]/topic (built with `--features kafka`).
+    /// Read from: `booblik://host:port/topic`, `jetstream://host:port[,host:port]/topic` or
+    /// `kafka://host:port[,host:port]/topic` (built with `--features kafka`).
     source: Endpoint,
     /// Write to: the same forms.
     target: Endpoint,

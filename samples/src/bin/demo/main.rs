@@ -651,8 +651,8 @@ impl Backend {
         }
     }
 
-    /// Opens, on the calling worker's thread, an engine of the same kind as [`engine`]
-    /// (Self::engine), on a connection of its own.
+    /// Opens, on the calling worker's thread, an engine of the same kind as
+    /// [`engine`](Self::engine), on a connection of its own.
     fn worker_connect(&self) -> ConnectFn {
         match self {
             Backend::Booblik { broker, .. } => {

@@ -199,7 +199,7 @@ impl QueueState {
     }
 
     /// Applies the record at `offset` of the `claims` partition and returns the verdict on it:
-    /// see [`verdict`] (the dispatcher and the rules, in one file).
+    /// see `state/verdict.rs` (the dispatcher and the rules, in one file; a private module).
     pub fn apply_claims_record(
         &mut self,
         offset: i64,
