@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{assert_baseline, integer, number, run_report};
+use support::{assert_baseline, backlog_queue, integer, number, run_report};
 
 const TASKS: u64 = 40;
 
@@ -17,29 +17,17 @@ const TASKS: u64 = 40;
 #[ignore = "needs redis-server and PostgreSQL installed; .ci/run installs them"]
 fn a_short_peer_run_completes_every_task_on_each_peer_server() {
     let dir = tempfile::tempdir().unwrap();
-    let report = run_report(
-        dir.path(),
-        &[
-            "queue",
-            "--peers",
-            "redis,redis-fsync,postgres,postgres-async",
-            "--workers",
-            "3",
-            "--pick",
-            "random",
-            "--arrival",
-            "backlog",
-            "--tasks",
-            &TASKS.to_string(),
-            "--work-ms",
-            "5",
-            "--repetitions",
-            "1",
-            "--no-extra-queue-runs",
-            "--max-run-s",
-            "30",
-        ],
-    );
+    let tasks = TASKS.to_string();
+    let mut args = backlog_queue(&tasks);
+    args.extend_from_slice(&[
+        "--peers",
+        "redis,redis-fsync,postgres,postgres-async",
+        "--work-ms",
+        "5",
+        "--max-run-s",
+        "30",
+    ]);
+    let report = run_report(dir.path(), &args);
     assert_baseline(&report);
     let runs = report["runs"].as_array().expect("runs is an array");
     let systems: Vec<&str> = runs

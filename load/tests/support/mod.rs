@@ -64,6 +64,25 @@ pub fn integer(run: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("run.{key} is a non-negative integer in {run}"))
 }
 
+/// `queue` with 3 workers picking at random from a backlog of `tasks`, one repetition and no
+/// extra runs: the flags the short queue tests share (each adds its peers, work and limits).
+pub fn backlog_queue(tasks: &str) -> Vec<&str> {
+    vec![
+        "queue",
+        "--workers",
+        "3",
+        "--pick",
+        "random",
+        "--arrival",
+        "backlog",
+        "--tasks",
+        tasks,
+        "--repetitions",
+        "1",
+        "--no-extra-queue-runs",
+    ]
+}
+
 /// Tasks in a stall chaos run.
 pub const STALL_TASKS: u64 = 60;
 
@@ -73,26 +92,15 @@ pub const STALL_TASKS: u64 = 60;
 /// for each system named in `systems`, that a worker was frozen and every task still completed.
 pub fn run_stall_chaos(dir: &Path, engine: &[&str], systems: &[&str]) -> Vec<Value> {
     let tasks = STALL_TASKS.to_string();
-    let mut args = vec!["queue"];
+    let mut args = backlog_queue(&tasks);
     args.extend_from_slice(engine);
     args.extend_from_slice(&[
         "--peers",
         "jetstream-workqueue",
-        "--workers",
-        "3",
-        "--pick",
-        "random",
-        "--arrival",
-        "backlog",
-        "--tasks",
-        &tasks,
         "--work-ms",
         "20",
         "--chaos",
         "stall",
-        "--repetitions",
-        "1",
-        "--no-extra-queue-runs",
         "--max-run-s",
         "60",
     ]);
