@@ -7,14 +7,15 @@
 
 mod queue_worker_support;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use booblik_samples::queue::worker::{
     DEFAULT_CLOCK_SKEW_PERCENT, WorkerConfig, WorkerConfigError, local_lease_deadline, read_logs,
 };
 use queue_worker_support::{
-    EmbeddedBroker, WatchingProxy, WorkingWorker, assert_lease_lost_without_done,
-    assert_no_done_by, start_working_on_one_task, wait_until,
+    EmbeddedBroker, WatchingProxy, assert_lease_lost_without_done, assert_no_done_by,
+    start_working_on_one_task, wait_until,
 };
 
 const LEASE_MS: u64 = 1_000;
@@ -104,13 +105,9 @@ async fn a_worker_whose_extends_stall_gives_the_lease_up_at_the_lease_less_the_s
         ..WorkerConfig::default()
     };
     assert_eq!(config.validate(), Ok(()));
-    let WorkingWorker {
-        running,
-        worker_id,
-        mut events,
-        task_id,
-        token,
-    } = start_working_on_one_task(&submitter, proxy.client().await, config, b"skewed").await;
+    let mut working =
+        start_working_on_one_task(&submitter, proxy.client().await, config, b"skewed").await;
+    let worker = Arc::clone(&working.running.worker);
 
     // From here no extend is confirmed, so the last confirmed issue time is at or before now:
     // the local deadline is at most RUNNING_LOCAL_DEADLINE_MS away, the log's lease about
@@ -121,12 +118,12 @@ async fn a_worker_whose_extends_stall_gives_the_lease_up_at_the_lease_less_the_s
     // before `stalled_at` is what is left of the other half).
     tokio::time::sleep(Duration::from_millis(RUNNING_LOCAL_DEADLINE_MS / 2)).await;
     assert_eq!(
-        running.worker.current_task(),
-        Some((task_id, token)),
+        worker.current_task(),
+        Some((working.task_id, working.token)),
         "the worker gave the lease up before its local deadline"
     );
     wait_until("the worker has stopped working", || async {
-        running.worker.current_task().is_none()
+        worker.current_task().is_none()
     })
     .await;
     let stopped_after = stalled_at.elapsed();
@@ -138,10 +135,10 @@ async fn a_worker_whose_extends_stall_gives_the_lease_up_at_the_lease_less_the_s
         "the worker stopped {stopped_after:?} after its extends stalled: its local deadline is \
          {RUNNING_LOCAL_DEADLINE_MS} ms after the last confirmed issue, the lease {RUNNING_LEASE_MS} ms"
     );
-    assert_eq!(running.worker.stats().leases_lost, 1);
-    assert_lease_lost_without_done(&mut events, task_id, token);
+    assert_eq!(worker.stats().leases_lost, 1);
+    assert_lease_lost_without_done(&mut working.events, working.task_id, working.token);
     let (_, claims) = read_logs(&submitter, "tasks", "claims").await.unwrap();
-    assert_no_done_by(&claims, worker_id);
+    assert_no_done_by(&claims, working.worker_id);
     // The worker's run is left to end with the test's runtime: its next append would hang too.
-    running.handle.abort();
+    working.running.handle.abort();
 }
