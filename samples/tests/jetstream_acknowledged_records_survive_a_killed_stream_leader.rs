@@ -48,11 +48,10 @@ async fn every_acknowledged_record_is_read_after_the_stream_leader_is_killed() {
     let mut killed_at = None;
     for i in 0..RECORDS {
         if i == KILL_AFTER {
-            let leader = stream_leader(&engine).await;
-            let index = cluster
-                .index_of(&leader)
-                .expect("the leader is one of ours");
-            cluster.kill(index).unwrap();
+            cluster
+                .kill_stream_leader(&engine, &naming::stream_name(TOPIC, 0).unwrap())
+                .await
+                .unwrap();
             killed_at = Some(Instant::now());
         }
         let payload = Bytes::from(format!("record-{i}"));
@@ -181,19 +180,4 @@ async fn read_all(log: &dyn PartitionLog) -> BTreeMap<i64, Bytes> {
         position = batch.next_offset;
     }
     records
-}
-
-async fn stream_leader(engine: &JetStreamEngine) -> String {
-    let name = naming::stream_name(TOPIC, 0).unwrap();
-    let info = engine
-        .context()
-        .get_stream(&name)
-        .await
-        .unwrap()
-        .get_info()
-        .await
-        .unwrap();
-    info.cluster
-        .and_then(|cluster| cluster.leader)
-        .expect("an R3 stream has a leader")
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use booblik_samples::engine::JetStreamEngine;
 use booblik_samples::engine::jetstream::naming;
-use booblik_samples::support::nats_cluster::NatsCluster;
+use booblik_samples::support::nats_cluster::{self, NatsCluster};
 use events_support::Sample;
 
 /// How long the demo publishes.
@@ -125,15 +125,7 @@ async fn stream_leader(
 ) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let leader = match engine.context().get_stream(name).await {
-            Ok(stream) => stream
-                .get_info()
-                .await
-                .ok()
-                .and_then(|info| info.cluster)
-                .and_then(|cluster| cluster.leader),
-            Err(_) => None,
-        };
+        let leader = nats_cluster::stream_leader(engine, name).await;
         if leader.is_some() {
             return leader;
         }

@@ -51,27 +51,12 @@ async fn the_queue_completes_every_task_once_when_the_claims_stream_leader_is_ki
     let cluster_ref = &mut cluster;
     let admin_ref = &admin;
     queue_completes_every_task_through(&flags, connect, LEASE_MS, || async move {
-        let leader = claims_stream_leader(admin_ref).await;
-        let index = cluster_ref
-            .index_of(&leader)
-            .expect("the leader is one of ours");
-        cluster_ref.kill(index).unwrap();
+        let claims = naming::stream_name("claims", 0).unwrap();
+        let (leader, index) = cluster_ref
+            .kill_stream_leader(admin_ref, &claims)
+            .await
+            .unwrap();
         eprintln!("killed the claims stream's leader {leader} (node {index})");
     })
     .await;
-}
-
-async fn claims_stream_leader(engine: &JetStreamEngine) -> String {
-    let name = naming::stream_name("claims", 0).unwrap();
-    let info = engine
-        .context()
-        .get_stream(&name)
-        .await
-        .unwrap()
-        .get_info()
-        .await
-        .unwrap();
-    info.cluster
-        .and_then(|cluster| cluster.leader)
-        .expect("an R3 stream has a leader")
 }

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::engine::JetStreamEngine;
+
 /// How long a cluster may take to elect its meta leader before `start` gives up. Measured
 /// 0.3–0.6 s on a 2-core VM; the limit leaves room for a loaded CI machine.
 pub const CLUSTER_READY_LIMIT: Duration = Duration::from_secs(30);
@@ -120,6 +122,23 @@ impl NatsCluster {
         self.nodes.iter().position(|node| node.name == name)
     }
 
+    /// SIGKILLs the node leading the stream `name` (asked of `engine`, a client of this
+    /// cluster) and waits for it to exit; returns the node's name and index.
+    pub async fn kill_stream_leader(
+        &mut self,
+        engine: &JetStreamEngine,
+        name: &str,
+    ) -> anyhow::Result<(String, usize)> {
+        let leader = stream_leader(engine, name)
+            .await
+            .with_context(|| format!("the stream {name} has no leader"))?;
+        let index = self.index_of(&leader).with_context(|| {
+            format!("the leader {leader} of {name} is not a node of this cluster")
+        })?;
+        self.kill(index)?;
+        Ok((leader, index))
+    }
+
     /// SIGKILLs node `index` and waits for it to exit.
     pub fn kill(&mut self, index: usize) -> anyhow::Result<()> {
         let node = &mut self.nodes[index];
@@ -162,6 +181,14 @@ impl NatsCluster {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The node leading the stream `name` now, as JetStream names it (see
+/// [`NatsCluster::index_of`]): `None` while the stream does not exist, cannot be asked, or has
+/// no leader.
+pub async fn stream_leader(engine: &JetStreamEngine, name: &str) -> Option<String> {
+    let stream = engine.context().get_stream(name).await.ok()?;
+    stream.get_info().await.ok()?.cluster?.leader
 }
 
 impl Node {
