@@ -7,8 +7,8 @@
 mod engine_samples_support;
 
 use booblik_client::{Client, ConnectionConfig};
-use booblik_samples::support::embedded_broker;
 use engine_samples_support::queue::{connect_with, queue_completes_every_task_through};
+use engine_samples_support::start_booblik;
 
 /// Lease of every claim: the default.
 const LEASE_MS: u64 = 5_000;
@@ -16,15 +16,8 @@ const LEASE_MS: u64 = 5_000;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_complete_every_task_once_through_the_fencing_sink_on_booblik() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = embedded_broker::start(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-        embedded_broker::DEMO_TOPICS,
-    )
-    .await
-    .unwrap();
+    let (broker, flags) = start_booblik(dir.path()).await;
     let addr = broker.local_addr().to_string();
-    let flags = ["--broker".to_owned(), addr.clone()];
     let connect = connect_with(move || {
         let addr = addr.clone();
         async move {

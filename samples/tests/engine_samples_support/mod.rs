@@ -25,6 +25,19 @@ mod events_support;
 
 pub use events_support::{Sample, WAIT_LIMIT, free_addr, get_json, per_partition, sum_counts};
 
+/// An embedded booblik broker with the demo's topics, its log in `dir`, and the flags that point
+/// a sample binary at it.
+pub async fn start_booblik(dir: &Path) -> (booblik_broker::Broker, [String; 2]) {
+    let broker = events_support::start_broker(dir).await;
+    let flags = ["--broker".to_owned(), broker.local_addr().to_string()];
+    (broker, flags)
+}
+
+/// The booblik engine over a client of `broker`.
+pub async fn booblik_engine(broker: &booblik_broker::Broker) -> Arc<dyn LogEngine> {
+    events_support::engine(&events_support::client(broker).await)
+}
+
 /// Polls `GET /stats` of `sample` on `addr` until `done(stats)` holds; returns those stats.
 /// After [`WAIT_LIMIT`] kills the sample and panics with the last stats and its stderr.
 async fn wait_for_stats(
