@@ -76,6 +76,61 @@ impl Pick {
             Self::Random | Self::Rendezvous => candidates.at(rng.random_range(0..candidates.len())),
         }
     }
+
+    /// [`choose`](Self::choose), passing over the tasks in `taken`: the ones a worker's pool
+    /// siblings are claiming right now (`worker/pool.rs`). A sibling's claim on such a task
+    /// would beat this one or lose to it — a round trip lost inside one process, where the
+    /// answer was known. Looks at no more than `taken.len() + 1` candidates: `First` takes the
+    /// oldest candidate not taken; `Random` draws a position and takes the first candidate not
+    /// taken from there on (a taken task's successor is a little likelier than the rest; with a
+    /// handful of siblings over a backlog that is noise). `None` if every candidate is taken.
+    ///
+    /// ```
+    /// use booblik_samples::queue::pick::Pick;
+    /// use booblik_samples::queue::record::Task;
+    /// use booblik_samples::queue::state::{QueueConfig, QueueState};
+    /// use uuid::Uuid;
+    ///
+    /// let ids = [Uuid::from_u128(1), Uuid::from_u128(2)];
+    /// let mut state = QueueState::new(QueueConfig::default());
+    /// for (offset, &task_id) in ids.iter().enumerate() {
+    ///     let task = Task { task_id, payload: vec![], submitted_at_ms: 0 };
+    ///     state.apply_task(offset as i64, &task).unwrap();
+    /// }
+    /// let candidates = state.candidates(0);
+    /// let mut rng = rand::rng();
+    /// assert_eq!(Pick::First.choose_around(&candidates, &[ids[0]], &mut rng), Some(ids[1]));
+    /// assert_eq!(Pick::Random.choose_around(&candidates, &[ids[1]], &mut rng), Some(ids[0]));
+    /// assert_eq!(Pick::Random.choose_around(&candidates, &ids, &mut rng), None);
+    /// ```
+    pub fn choose_around<R>(
+        self,
+        candidates: &Candidates<'_>,
+        taken: &[Uuid],
+        rng: &mut R,
+    ) -> Option<Uuid>
+    where
+        R: Rng + ?Sized,
+    {
+        if taken.is_empty() {
+            return self.choose(candidates, rng);
+        }
+        let looks = taken.len() + 1;
+        match self {
+            Self::First => candidates
+                .clone()
+                .oldest_first()
+                .take(looks)
+                .find(|task_id| !taken.contains(task_id)),
+            Self::Random | Self::Rendezvous if candidates.is_empty() => None,
+            Self::Random | Self::Rendezvous => {
+                let start = rng.random_range(0..candidates.len());
+                candidates
+                    .window(start, looks)
+                    .find(|task_id| !taken.contains(task_id))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

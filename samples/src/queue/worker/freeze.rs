@@ -61,9 +61,9 @@ impl Freeze {
     }
 
     /// Wraps `work`: once the work has produced its result and before it is returned (that is,
-    /// before the effect is committed, if `work` sits inside [`ResultSink::fencing`]
-    /// (super::ResultSink::fencing)), the first assignment through this freeze blocks the
-    /// thread.
+    /// before the effect is committed, if `work` sits inside
+    /// [`ResultSink::fencing`](super::ResultSink::fencing)), the first assignment through this
+    /// freeze blocks the thread.
     pub fn wrap(self: &Arc<Self>, who: impl Into<String>, work: WorkFn) -> WorkFn {
         let (freeze, who) = (Arc::clone(self), who.into());
         Arc::new(move |assignment: Assignment| {

@@ -36,7 +36,8 @@
 //! | file | concept |
 //! |---|---|
 //! | `run.rs` | the [`Worker`]: start, the loop, one claim from pick to verdict, holding a lease (work, extends, done, the local deadline) |
-//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers (each re-checks its last record after a reconnect); own verdicts by offset |
+//! | `view.rs` | the live [`QueueState`](crate::queue::state::QueueState) fed by the two followers (each re-checks its last record after a reconnect); own verdicts by worker and offset |
+//! | `pool.rs` | [`WorkerPool`]: the workers of one process sharing one pair of followers, picking around each other |
 //! | `config.rs` | [`WorkerConfig`] and its validation |
 //! | `work.rs` | the work function ([`WorkFn`]), simulated by default |
 //! | `sink.rs` | [`ResultSink`]: a fencing sink for effects; [`ResultSink::fencing`] wraps a work function |
@@ -54,6 +55,7 @@ mod freeze;
 mod logs;
 mod observe;
 mod own_thread;
+mod pool;
 mod run;
 mod sink;
 mod stats;
@@ -73,6 +75,7 @@ pub use freeze::{Freeze, Frozen, MAX_FREEZE_MS};
 pub use logs::{MAX_READ_ATTEMPTS, read_logs, read_raw_logs};
 pub use observe::MAX_QUEUED_EVENTS;
 pub use own_thread::{ConnectFn, OwnThreadWorker, spawn_on_own_thread, spawn_on_own_thread_with};
+pub use pool::{MAX_POOL_WORKERS, WorkerPool};
 pub use run::{
     APPEND_RETRY_BACKOFF_MS, ClaimsLogTruncated, DEFAULT_CLOCK_SKEW_PERCENT, HEARTBEATS_PER_LEASE,
     MAX_APPEND_RETRY_BACKOFF_MS, MAX_CONSECUTIVE_APPEND_FAILURES, MAX_DONE_ATTEMPTS,
@@ -83,5 +86,7 @@ pub use run::{
 pub use sink::{Committed, MAX_SINK_TASKS, Refused, ResultSink};
 pub use stats::WorkerStats;
 pub use submit::{open_tasks_log, submit_task, submit_task_to};
-pub use view::{MAX_CONSECUTIVE_FOLLOW_FAILURES, MAX_KEPT_OWN_VERDICTS, StateView, ViewError};
+pub use view::{
+    JoinError, MAX_CONSECUTIVE_FOLLOW_FAILURES, MAX_KEPT_OWN_VERDICTS, StateView, ViewError,
+};
 pub use work::{Assignment, WorkFn, result_of, simulated_work};

@@ -35,24 +35,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use booblik_protocol::AckPolicy;
 use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::adoption::UnacknowledgedClaims;
 use super::observe::Observer;
-use super::view::{self, Candidate, LiveView, StateView};
+use super::pool::{JoinPoint, WorkerPool};
+use super::view::{Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
-use crate::engine::{Ack, EngineError, IntoEngine, LogEngine, PartitionLog};
+use crate::engine::{Ack, EngineError, EngineKind, IntoEngine, PartitionLog};
 use crate::queue::pick::{Decision, Deference, Pick, Ranked};
 use crate::queue::record::{Claim, ClaimsRecord, Done, Extend, Heartbeat, Release};
-use crate::queue::state::{ClaimLostReason, Event, LogName, QueueState, Rejection};
+use crate::queue::state::{ClaimLostReason, Event, QueueState, Rejection};
 
 /// Longest wait for the verdict on one of the worker's own records. A follower that cannot get
 /// past the worker's offset in this time means the broker or the connection is unwell: the
@@ -139,9 +138,10 @@ pub struct ClaimsLogTruncated {
 ///
 /// Start it with [`Worker::start`], take its [`events`](Self::events) if you want them, then
 /// [`run`](Self::run) it until a shutdown future resolves. Dropping the worker stops its
-/// followers. It runs on any engine ([`LogEngine`], or booblik's `Client`): each worker opens the
-/// two partitions itself (on booblik each has connections of its own: the followers' reads,
-/// the claims appends).
+/// followers (unless it is a member of a [`WorkerPool`], which keeps them). It runs on any engine
+/// ([`LogEngine`](crate::engine::LogEngine), or booblik's `Client`): a worker started on its own
+/// opens the two partitions itself (on booblik each has connections of its own: the followers'
+/// reads, the claims appends).
 pub struct Worker {
     config: WorkerConfig,
     view: Arc<LiveView>,
@@ -153,7 +153,9 @@ pub struct Worker {
     unacknowledged_claims: Mutex<UnacknowledgedClaims>,
     /// High watermarks of `tasks` and `claims` at start: `run` catches up to them first.
     start_offsets: (i64, i64),
-    followers: Vec<JoinHandle<()>>,
+    /// The pool whose view this worker reads (a pool of its own unless started in one); it
+    /// keeps the followers running while the worker lives.
+    pool: WorkerPool,
     running: AtomicBool,
 }
 
@@ -193,8 +195,9 @@ enum ExtendOutcome {
 
 impl Worker {
     /// Validates `config`, checks both topics (one partition each), and starts the two
-    /// followers from each partition's start. Refuses a claims log that no longer starts at its
-    /// origin ([`ClaimsLogTruncated`]). The worker does simulated work ([`simulated_work`]).
+    /// followers from each partition's start: a [`WorkerPool`] of one. Refuses a claims log that
+    /// no longer starts at its origin ([`ClaimsLogTruncated`]). The worker does simulated work
+    /// ([`simulated_work`]).
     pub async fn start(engine: impl IntoEngine, config: WorkerConfig) -> anyhow::Result<Worker> {
         let work = simulated_work(config.work_ms);
         Self::start_with_work(engine, config, work).await
@@ -206,57 +209,26 @@ impl Worker {
         config: WorkerConfig,
         work: WorkFn,
     ) -> anyhow::Result<Worker> {
-        config.validate()?;
         let engine = engine.into_engine();
+        let pool = WorkerPool::start(Arc::clone(&engine), &config).await?;
+        pool.start_worker_with_work(engine, config, work).await
+    }
+
+    /// A member of `pool`, joined at `joined` (`pool.rs` checked its config against the pool's),
+    /// appending to `claims`.
+    pub(super) fn member(
+        pool: WorkerPool,
+        engine: EngineKind,
+        claims: Arc<dyn PartitionLog>,
+        config: WorkerConfig,
+        work: WorkFn,
+        joined: JoinPoint,
+    ) -> anyhow::Result<Worker> {
         let claim_ack = engine_ack(config.claim_ack)?;
-        let tasks = single_partition_log(engine.as_ref(), &config.tasks_topic).await?;
-        let claims = single_partition_log(engine.as_ref(), &config.claims_topic).await?;
-        let tasks_bounds = tasks
-            .bounds()
-            .await
-            .with_context(|| format!("cannot read the bounds of {}", config.tasks_topic))?;
-        let claims_bounds = claims
-            .bounds()
-            .await
-            .with_context(|| format!("cannot read the bounds of {}", config.claims_topic))?;
-        // The first record still readable above the origin: retention has dropped claims, and
-        // this worker's verdicts would be its own.
-        if claims_bounds.start > claims_bounds.origin {
-            return Err(ClaimsLogTruncated {
-                topic: config.claims_topic.clone(),
-                log_start_offset: claims_bounds.start,
-                origin: claims_bounds.origin,
-            }
-            .into());
-        }
-        let (tasks_end, claims_end) = (tasks_bounds.end, claims_bounds.end);
-        let view = Arc::new(LiveView::new(
-            config.queue,
-            config.worker_id,
-            (tasks_bounds.start, claims_bounds.start),
-            claims_end,
-        ));
-        let limits = view::follow_limits(Duration::from_millis(config.follow_max_wait_ms));
-        let followers = vec![
-            view::spawn_follower(
-                Arc::clone(&tasks),
-                tasks_bounds.start,
-                limits,
-                LogName::Tasks,
-                Arc::clone(&view),
-            ),
-            view::spawn_follower(
-                Arc::clone(&claims),
-                claims_bounds.start,
-                limits,
-                LogName::Claims,
-                Arc::clone(&view),
-            ),
-        ];
-        let appender = Appender::new(claims, claim_ack);
+        let (tasks_end, claims_end) = joined.ends;
         tracing::info!(
             worker_id = %config.worker_id,
-            engine = %engine.kind(),
+            %engine,
             tasks_end,
             claims_end,
             lease_ms = config.lease_ms,
@@ -266,14 +238,14 @@ impl Worker {
         );
         Ok(Worker {
             observer: Observer::new(config.worker_id),
+            view: Arc::clone(pool.view()),
+            appender: Appender::new(claims, claim_ack),
             config,
-            view,
-            appender,
             work,
             current: Mutex::new(None),
             unacknowledged_claims: Mutex::new(UnacknowledgedClaims::default()),
-            start_offsets: (tasks_end, claims_end),
-            followers,
+            start_offsets: joined.ends,
+            pool,
             running: AtomicBool::new(false),
         })
     }
@@ -387,7 +359,9 @@ impl Worker {
                 return Err(error.into());
             }
             let now_ms = wall_clock_ms();
-            let picked = self.view.pick(now_ms, self.config.pick, &mut rng);
+            let picked = self
+                .view
+                .pick(self.config.worker_id, now_ms, self.config.pick, &mut rng);
             // Rendezvous: a task another idle worker ranks first is left to it, for a bounded
             // time (`pick/deference.rs`); then this worker claims the task it ranks best.
             if let Some(candidate) = &picked {
@@ -468,6 +442,7 @@ impl Worker {
             Err(error) => {
                 tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
                 self.adoption().remember(task_id, issued_at);
+                self.view.stop_claiming(worker_id);
                 return Ok(Attempt::NotAppended);
             }
         };
@@ -478,7 +453,11 @@ impl Worker {
         // (`view.rs`); the rules that decide it are in `state/verdict.rs`.
         let verdict = self
             .view
-            .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+            .wait_for_own_verdict(
+                self.config.worker_id,
+                offset,
+                Duration::from_millis(VERDICT_TIMEOUT_MS),
+            )
             .await?;
         let grant = match &verdict.event {
             Event::ClaimWon { token, .. } => Some(Grant {
@@ -498,7 +477,12 @@ impl Worker {
                 ..
             } if *holder_worker_id == worker_id => self
                 .adoption()
-                .adopt(worker_id, task_id, *holder_token, self.view.own_from())
+                .adopt(
+                    worker_id,
+                    task_id,
+                    *holder_token,
+                    self.view.own_from(worker_id),
+                )
                 .map(|claim_issued_at| Grant {
                     token: *holder_token,
                     issued_at: claim_issued_at,
@@ -596,7 +580,11 @@ impl Worker {
         };
         let verdict = self
             .view
-            .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+            .wait_for_own_verdict(
+                self.config.worker_id,
+                offset,
+                Duration::from_millis(VERDICT_TIMEOUT_MS),
+            )
             .await?;
         match verdict.event {
             Event::Extended { expires_at_ms, .. } => {
@@ -633,7 +621,11 @@ impl Worker {
             self.observer.done_appended(task_id, token, offset);
             let verdict = self
                 .view
-                .wait_for_own_verdict(offset, Duration::from_millis(VERDICT_TIMEOUT_MS))
+                .wait_for_own_verdict(
+                    self.config.worker_id,
+                    offset,
+                    Duration::from_millis(VERDICT_TIMEOUT_MS),
+                )
                 .await?;
             match verdict.event {
                 Event::DoneAccepted { .. } | Event::DoneRepeated { .. } => {
@@ -710,7 +702,10 @@ impl Worker {
         self.adoption().given_up(token);
         let judged = tokio::time::timeout(timeout, async {
             let offset = self.appender.append(&release.into()).await?;
-            let verdict = self.view.wait_for_own_verdict(offset, timeout).await?;
+            let verdict = self
+                .view
+                .wait_for_own_verdict(worker_id, offset, timeout)
+                .await?;
             anyhow::Ok(verdict.event)
         })
         .await;
@@ -750,9 +745,9 @@ impl fmt::Debug for Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        for follower in &self.followers {
-            follower.abort();
-        }
+        // The view stops keeping verdicts for this id; the followers stop with the last member
+        // (or the pool handle) gone.
+        self.pool.view().leave(self.config.worker_id);
     }
 }
 
@@ -832,24 +827,4 @@ fn engine_ack(policy: AckPolicy) -> anyhow::Result<Ack> {
         AckPolicy::Written => Ok(Ack::Written),
         AckPolicy::None => anyhow::bail!("claim_ack NONE returns no offset"),
     }
-}
-
-/// Opens partition 0 of `name`, which must have exactly one partition: the protocol needs one
-/// total order per log.
-async fn single_partition_log(
-    engine: &dyn LogEngine,
-    name: &str,
-) -> anyhow::Result<Arc<dyn PartitionLog>> {
-    let partitions = engine
-        .partition_count(name)
-        .await
-        .with_context(|| format!("cannot read the partitions of topic {name}"))?;
-    anyhow::ensure!(
-        partitions == 1,
-        "topic {name} has {partitions} partitions; the task queue needs exactly one (one total order)"
-    );
-    engine
-        .open(name, 0)
-        .await
-        .with_context(|| format!("cannot open topic {name}"))
 }

@@ -1,6 +1,11 @@
 //! The worker's live view of the queue: one [`QueueState`] fed by two followers (both here), and
 //! the verdicts on the worker's own records, waiting to be picked up.
 //!
+//! A view has *members*: the workers it keeps verdicts for. A worker started on its own is the
+//! one member of a view of its own; the workers of a [`WorkerPool`](super::WorkerPool) share one
+//! view, and with it one pair of followers (`pool.rs` says why). Each member's verdicts are kept
+//! apart, by its worker id.
+//!
 //! # Why the view keeps the worker's own verdicts
 //!
 //! A worker learns what became of its claim from the event its claims follower produced when it
@@ -47,7 +52,7 @@
 //! log if that record is not the one it applied. Only a restart (which replays both logs from
 //! their origin) can tell what the worker should believe now.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -83,6 +88,25 @@ pub(crate) struct Candidate {
     /// `false` only for a rendezvous pick whose task another idle worker ranks first: the
     /// worker defers before claiming it.
     pub(crate) ranked_first: bool,
+}
+
+/// Why a worker cannot join a view.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    /// Another member has the same worker id.
+    #[error(
+        "worker {worker_id} is a member of this pool already: each worker needs an id of its own"
+    )]
+    Duplicate {
+        /// The id.
+        worker_id: Uuid,
+    },
+    /// The view has [`MAX_POOL_WORKERS`](super::MAX_POOL_WORKERS) members.
+    #[error("the pool has {members} workers, its maximum")]
+    Full {
+        /// Members now.
+        members: usize,
+    },
 }
 
 /// Why waiting on the view ended without an answer.
@@ -128,21 +152,32 @@ pub enum ViewError {
     },
 }
 
+/// One worker's share of a view.
+#[derive(Debug, Default)]
+struct Member {
+    /// Records under the member's id at this claims offset or later are this run's own; records
+    /// before it were written by an earlier run with the same id, if any.
+    own_from: i64,
+    /// Verdicts on own records at `own_from` or later, by offset, until taken.
+    verdicts: BTreeMap<i64, OwnVerdict>,
+    /// The task the member picked and has not taken a verdict on since: its pool siblings pick
+    /// around it (`pool.rs`).
+    claiming: Option<Uuid>,
+}
+
 struct ViewInner {
     state: QueueState,
     /// Next offset to apply, per partition.
     tasks_next_offset: i64,
     claims_next_offset: i64,
-    /// Verdicts on own records at `own_from` or later, by offset, until taken.
-    own_verdicts: BTreeMap<i64, OwnVerdict>,
-    own_from: i64,
+    /// The workers this view keeps verdicts for, at most [`MAX_POOL_WORKERS`](super::MAX_POOL_WORKERS).
+    members: HashMap<Uuid, Member>,
     undecodable_records: u64,
     failure: Option<ViewError>,
 }
 
-/// The live view. Shared by the followers (writers) and the worker loop (reader).
+/// The live view. Shared by the followers (writers) and the loops of its members (readers).
 pub(crate) struct LiveView {
-    worker_id: Uuid,
     inner: Mutex<ViewInner>,
     progress: watch::Sender<u64>,
 }
@@ -151,37 +186,59 @@ impl fmt::Debug for LiveView {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.lock();
         f.debug_struct("LiveView")
-            .field("worker_id", &self.worker_id)
+            .field("members", &inner.members.len())
             .field("tasks_next_offset", &inner.tasks_next_offset)
             .field("claims_next_offset", &inner.claims_next_offset)
-            .field("own_verdicts", &inner.own_verdicts.len())
             .finish_non_exhaustive()
     }
 }
 
 impl LiveView {
-    /// An empty view for `worker_id`, whose followers start at `tasks_start` and `claims_start`;
-    /// own verdicts are kept from claims offset `own_from` on (records before it were written by
-    /// an earlier run with the same id, if any).
-    pub(crate) fn new(
-        config: QueueConfig,
-        worker_id: Uuid,
-        (tasks_start, claims_start): (i64, i64),
-        own_from: i64,
-    ) -> Self {
+    /// An empty view with no members, whose followers start at `tasks_start` and
+    /// `claims_start`.
+    pub(crate) fn new(config: QueueConfig, (tasks_start, claims_start): (i64, i64)) -> Self {
         Self {
-            worker_id,
             inner: Mutex::new(ViewInner {
                 state: QueueState::new(config),
                 tasks_next_offset: tasks_start,
                 claims_next_offset: claims_start,
-                own_verdicts: BTreeMap::new(),
-                own_from,
+                members: HashMap::new(),
                 undecodable_records: 0,
                 failure: None,
             }),
             progress: watch::Sender::new(0),
         }
+    }
+
+    /// Makes `worker_id` a member: from now on the view keeps the verdicts on its records at
+    /// claims offset `own_from` or later. Call it before the worker appends anything, with
+    /// `own_from` read from the claims log's end at that moment: the worker's first record can
+    /// only land there or later, and nothing before it is this run's. Refuses an id that is a
+    /// member already (two workers under one id would take each other's verdicts) and a view
+    /// at [`MAX_POOL_WORKERS`](super::MAX_POOL_WORKERS).
+    pub(crate) fn join(&self, worker_id: Uuid, own_from: i64) -> Result<(), JoinError> {
+        let mut inner = self.lock();
+        if inner.members.len() >= super::MAX_POOL_WORKERS {
+            return Err(JoinError::Full {
+                members: inner.members.len(),
+            });
+        }
+        if inner.members.contains_key(&worker_id) {
+            return Err(JoinError::Duplicate { worker_id });
+        }
+        inner.members.insert(
+            worker_id,
+            Member {
+                own_from,
+                ..Member::default()
+            },
+        );
+        Ok(())
+    }
+
+    /// Forgets member `worker_id` and its verdicts (a worker being dropped).
+    pub(crate) fn leave(&self, worker_id: Uuid) {
+        self.lock().members.remove(&worker_id);
     }
 
     fn lock(&self) -> MutexGuard<'_, ViewInner> {
@@ -234,11 +291,12 @@ impl LiveView {
                             .apply_claims_record(record.offset, &claims_record)
                             .map(|event| {
                                 // Nobody waits for the verdict on a heartbeat.
-                                if claims_record.worker_id() == self.worker_id
-                                    && record.offset >= inner.own_from
+                                if let Some(member) =
+                                    inner.members.get_mut(&claims_record.worker_id())
+                                    && record.offset >= member.own_from
                                     && claims_record.task_id().is_some()
                                 {
-                                    keep_own_verdict(&mut inner.own_verdicts, record.offset, event);
+                                    keep_own_verdict(&mut member.verdicts, record.offset, event);
                                 }
                             }),
                         Err(error) => {
@@ -281,10 +339,14 @@ impl LiveView {
         f(&self.lock().state)
     }
 
-    /// The claims offset from which records under this worker id are this run's own: the
-    /// claims high watermark when the worker started.
-    pub(crate) fn own_from(&self) -> i64 {
-        self.lock().own_from
+    /// The claims offset from which records under `worker_id` are this run's own: the claims
+    /// high watermark when the worker joined (`i64::MAX` for a worker that is not a member:
+    /// nothing is its own).
+    pub(crate) fn own_from(&self, worker_id: Uuid) -> i64 {
+        self.lock()
+            .members
+            .get(&worker_id)
+            .map_or(i64::MAX, |member| member.own_from)
     }
 
     /// Undecodable records skipped so far.
@@ -316,9 +378,12 @@ impl LiveView {
         }
     }
 
-    /// Waits for the verdict on this worker's own record at `offset` (bounded by `timeout`).
+    /// Waits for the verdict on member `worker_id`'s own record at `offset` (bounded by
+    /// `timeout`). Taking it ends the member's claiming mark: the verdict is now in the state
+    /// its siblings pick from.
     pub(crate) async fn wait_for_own_verdict(
         &self,
+        worker_id: Uuid,
         offset: i64,
         timeout: Duration,
     ) -> Result<OwnVerdict, ViewError> {
@@ -328,9 +393,12 @@ impl LiveView {
             progress.borrow_and_update();
             {
                 let mut inner = self.lock();
-                if let Some(verdict) = inner.own_verdicts.remove(&offset) {
+                if let Some(member) = inner.members.get_mut(&worker_id)
+                    && let Some(verdict) = member.verdicts.remove(&offset)
+                {
                     // Older own verdicts are for records nobody waits for any more.
-                    inner.own_verdicts = inner.own_verdicts.split_off(&offset);
+                    member.verdicts = member.verdicts.split_off(&offset);
+                    member.claiming = None;
                     return Ok(verdict);
                 }
                 if let Some(error) = &inner.failure {
@@ -352,32 +420,59 @@ impl LiveView {
         }
     }
 
-    /// Chooses a task that is claimable at `now_ms`, if there is one. Cheap (an index lookup, see
-    /// [`QueueState::pick`]): the followers wait while the lock is held.
+    /// Chooses a task that is claimable at `now_ms` for member `worker_id`, if there is one, and
+    /// marks it as the member's until it takes a verdict: no sibling of the member picks it
+    /// meanwhile ([`Pick::choose_around`]). Cheap (an index lookup, see [`QueueState::pick`],
+    /// plus one look per sibling's mark): the followers wait while the lock is held.
     pub(crate) fn pick<R: Rng + ?Sized>(
         &self,
+        worker_id: Uuid,
         now_ms: u64,
         pick: Pick,
         rng: &mut R,
     ) -> Option<Candidate> {
-        let inner = self.lock();
+        let mut inner = self.lock();
+        let taken: Vec<Uuid> = inner
+            .members
+            .iter()
+            .filter(|(id, _)| **id != worker_id)
+            .filter_map(|(_, member)| member.claiming)
+            .collect();
+        let candidates = inner.state.candidates(now_ms);
         let (task_id, ranked_first) = match pick {
-            Pick::Rendezvous => {
-                let ranked = inner.state.rendezvous_pick(now_ms, self.worker_id, rng)?;
-                (ranked.task_id, ranked.ranked_first)
-            }
-            Pick::First | Pick::Random => (inner.state.pick(now_ms, pick, rng)?, true),
+            Pick::Rendezvous => match inner.state.rendezvous_pick(now_ms, worker_id, rng) {
+                Some(ranked) if !taken.contains(&ranked.task_id) => {
+                    (ranked.task_id, ranked.ranked_first)
+                }
+                // A sibling is claiming the task this worker ranks best: any other will do, at
+                // once (the sibling, not a stranger, is who it would defer to).
+                Some(_) => (Pick::Random.choose_around(&candidates, &taken, rng)?, true),
+                None => return None,
+            },
+            Pick::First | Pick::Random => (pick.choose_around(&candidates, &taken, rng)?, true),
         };
         let payload = inner
             .state
             .task(task_id)
             .and_then(|task| task.submission.as_ref())
             .map(|submission| submission.payload.clone())?;
+        // Only a task the member claims at once is marked: one it defers on is another worker's
+        // to take, and that worker may be a sibling.
+        if let Some(member) = inner.members.get_mut(&worker_id) {
+            member.claiming = ranked_first.then_some(task_id);
+        }
         Some(Candidate {
             task_id,
             payload,
             ranked_first,
         })
+    }
+
+    /// Ends member `worker_id`'s claiming mark without a verdict (its claim append failed).
+    pub(crate) fn stop_claiming(&self, worker_id: Uuid) {
+        if let Some(member) = self.lock().members.get_mut(&worker_id) {
+            member.claiming = None;
+        }
     }
 
     /// The earliest moment after `now_ms` at which a current lease on a submitted, unfinished
