@@ -9,8 +9,10 @@ mod queue_worker_support;
 use booblik_samples::queue::pick::Pick;
 use booblik_samples::queue::record::ProtocolLevel;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
-use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs, submit_task, wall_clock_ms};
-use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
+use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs, wall_clock_ms};
+use queue_worker_support::{
+    EmbeddedBroker, RunningWorker, quick_config, submit_numbered_tasks, wait_until,
+};
 
 const WORKERS: usize = 3;
 const TASKS: u64 = 30;
@@ -43,11 +45,7 @@ async fn idle_rendezvous_workers_see_each_other_live_and_complete_every_task_onc
     .await;
 
     let submitter = broker.client().await;
-    for n in 0..TASKS {
-        submit_task(&submitter, "tasks", n.to_be_bytes().to_vec())
-            .await
-            .unwrap();
-    }
+    submit_numbered_tasks(&submitter, TASKS).await;
     wait_until("every task is completed", || async {
         workers
             .iter()

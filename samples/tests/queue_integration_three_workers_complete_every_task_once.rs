@@ -5,10 +5,10 @@ mod queue_worker_support;
 
 use booblik_samples::queue::pick::Pick;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
-use booblik_samples::queue::worker::{
-    Worker, WorkerConfig, WorkerStats, read_logs, submit_task, wall_clock_ms,
+use booblik_samples::queue::worker::{Worker, WorkerConfig, WorkerStats, read_logs, wall_clock_ms};
+use queue_worker_support::{
+    EmbeddedBroker, RunningWorker, quick_config, submit_numbered_tasks, wait_until,
 };
-use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
 
 const WORKERS: usize = 3;
 const TASKS: u64 = 30;
@@ -52,11 +52,7 @@ async fn every_task_is_completed_once_and_lost_races_are_counted() {
     .await;
 
     let submitter = broker.client().await;
-    for n in 0..TASKS {
-        submit_task(&submitter, "tasks", n.to_be_bytes().to_vec())
-            .await
-            .unwrap();
-    }
+    submit_numbered_tasks(&submitter, TASKS).await;
     wait_until(
         "every task is completed and every verdict known",
         || async {

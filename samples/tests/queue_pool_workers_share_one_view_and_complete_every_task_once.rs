@@ -7,10 +7,10 @@ mod queue_worker_support;
 
 use booblik_samples::queue::pick::Pick;
 use booblik_samples::queue::verify::{VerifyConfig, verify};
-use booblik_samples::queue::worker::{
-    WorkerConfig, WorkerPool, read_logs, submit_task, wall_clock_ms,
+use booblik_samples::queue::worker::{WorkerConfig, WorkerPool, read_logs, wall_clock_ms};
+use queue_worker_support::{
+    EmbeddedBroker, RunningWorker, quick_config, submit_numbered_tasks, wait_until,
 };
-use queue_worker_support::{EmbeddedBroker, RunningWorker, quick_config, wait_until};
 use uuid::Uuid;
 
 const WORKERS: usize = 3;
@@ -49,11 +49,7 @@ async fn pool_siblings_complete_every_task_once_without_losing_a_race_to_each_ot
     .await;
 
     let submitter = broker.client().await;
-    for n in 0..TASKS {
-        submit_task(&submitter, "tasks", n.to_be_bytes().to_vec())
-            .await
-            .unwrap();
-    }
+    submit_numbered_tasks(&submitter, TASKS).await;
     wait_until("every task is completed", || async {
         workers
             .iter()

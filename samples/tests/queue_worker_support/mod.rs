@@ -102,6 +102,15 @@ impl RunningWorker {
     }
 }
 
+/// Submits tasks `0..count` to `tasks`, each with its number (big-endian) as the payload.
+pub async fn submit_numbered_tasks(client: &Client, count: u64) {
+    for n in 0..count {
+        submit_task(client, "tasks", n.to_be_bytes().to_vec())
+            .await
+            .expect("the task is submitted");
+    }
+}
+
 /// Polls `condition` every few milliseconds until it holds; panics after [`TEST_DEADLINE`].
 pub async fn wait_until<F, Fut>(what: &str, mut condition: F)
 where

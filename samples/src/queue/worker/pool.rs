@@ -94,13 +94,6 @@ impl Drop for Shared {
     }
 }
 
-/// Where the pool's followers started, and the high watermarks a member must catch up to.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct JoinPoint {
-    /// `tasks` and `claims` high watermarks when the member joined.
-    pub(super) ends: (i64, i64),
-}
-
 impl WorkerPool {
     /// Starts the two followers of the logs `config` names, from each partition's start, on the
     /// current runtime. `config` is the members' template: every member must name the same
@@ -216,9 +209,7 @@ impl WorkerPool {
             claims,
             config,
             work,
-            JoinPoint {
-                ends: (tasks_end, claims_end),
-            },
+            (tasks_end, claims_end),
         )
     }
 

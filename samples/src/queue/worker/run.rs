@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 use super::adoption::UnacknowledgedClaims;
 use super::observe::Observer;
-use super::pool::{JoinPoint, WorkerPool};
+use super::pool::WorkerPool;
 use super::view::{Candidate, LiveView, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
@@ -144,7 +144,6 @@ pub struct ClaimsLogTruncated {
 /// reads, the claims appends).
 pub struct Worker {
     config: WorkerConfig,
-    view: Arc<LiveView>,
     appender: Appender,
     work: WorkFn,
     observer: Observer,
@@ -214,18 +213,18 @@ impl Worker {
         pool.start_worker_with_work(engine, config, work).await
     }
 
-    /// A member of `pool`, joined at `joined` (`pool.rs` checked its config against the pool's),
-    /// appending to `claims`.
+    /// A member of `pool` (`pool.rs` checked its config against the pool's), appending to
+    /// `claims`, that joined when the `tasks` and `claims` high watermarks were `ends`.
     pub(super) fn member(
         pool: WorkerPool,
         engine: EngineKind,
         claims: Arc<dyn PartitionLog>,
         config: WorkerConfig,
         work: WorkFn,
-        joined: JoinPoint,
+        ends: (i64, i64),
     ) -> anyhow::Result<Worker> {
         let claim_ack = engine_ack(config.claim_ack)?;
-        let (tasks_end, claims_end) = joined.ends;
+        let (tasks_end, claims_end) = ends;
         tracing::info!(
             worker_id = %config.worker_id,
             %engine,
@@ -238,13 +237,12 @@ impl Worker {
         );
         Ok(Worker {
             observer: Observer::new(config.worker_id),
-            view: Arc::clone(pool.view()),
             appender: Appender::new(claims, claim_ack),
             config,
             work,
             current: Mutex::new(None),
             unacknowledged_claims: Mutex::new(UnacknowledgedClaims::default()),
-            start_offsets: joined.ends,
+            start_offsets: ends,
             pool,
             running: AtomicBool::new(false),
         })
@@ -281,12 +279,12 @@ impl Worker {
     /// Records of either log that did not decode and were skipped (every reader skips the same
     /// ones; a non-zero count means a writer with another format version, or corruption).
     pub fn undecodable_records(&self) -> u64 {
-        self.view.undecodable_records()
+        self.live_view().undecodable_records()
     }
 
     /// A read-only handle on the worker's live queue state.
     pub fn view(&self) -> StateView {
-        StateView::new(Arc::clone(&self.view))
+        StateView::new(Arc::clone(self.live_view()))
     }
 
     /// Catches up with both logs, then claims and works until `shutdown` resolves (→ the final
@@ -339,29 +337,31 @@ impl Worker {
     /// The loop; returns only with an error.
     async fn serve(&self) -> anyhow::Result<()> {
         let (tasks_end, claims_end) = self.start_offsets;
-        self.view.wait_caught_up(tasks_end, claims_end).await?;
+        self.live_view()
+            .wait_caught_up(tasks_end, claims_end)
+            .await?;
         tracing::info!(
             worker_id = %self.config.worker_id,
             tasks_end,
             claims_end,
-            unfinished = self.view.with_state(QueueState::unfinished_count),
+            unfinished = self.live_view().with_state(QueueState::unfinished_count),
             "caught up with both logs"
         );
         let mut rng = StdRng::from_os_rng();
-        let mut progress = self.view.subscribe();
+        let mut progress = self.live_view().subscribe();
         let mut append_failures = 0u32;
         // Rendezvous only: how long a task another idle worker owns is left to it.
         let mut deference = Deference::new(RENDEZVOUS_MAX_DEFERENCE_MS);
         let started = Instant::now();
         loop {
             progress.borrow_and_update();
-            if let Some(error) = self.view.failure() {
+            if let Some(error) = self.live_view().failure() {
                 return Err(error.into());
             }
             let now_ms = wall_clock_ms();
-            let picked = self
-                .view
-                .pick(self.config.worker_id, now_ms, self.config.pick, &mut rng);
+            let picked =
+                self.live_view()
+                    .pick(self.config.worker_id, now_ms, self.config.pick, &mut rng);
             // Rendezvous: a task another idle worker ranks first is left to it, for a bounded
             // time (`pick/deference.rs`); then this worker claims the task it ranks best.
             if let Some(candidate) = &picked {
@@ -387,7 +387,7 @@ impl Worker {
                 self.observer.idle();
                 self.heartbeat_if_due().await;
                 let wait_ms = self
-                    .view
+                    .live_view()
                     .next_lapse_after(now_ms)
                     .map_or(MAX_IDLE_WAIT_MS, |lapse_ms| lapse_ms - now_ms + 1)
                     .min(MAX_IDLE_WAIT_MS)
@@ -442,7 +442,7 @@ impl Worker {
             Err(error) => {
                 tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
                 self.adoption().remember(task_id, issued_at);
-                self.view.stop_claiming(worker_id);
+                self.live_view().stop_claiming(worker_id);
                 return Ok(Attempt::NotAppended);
             }
         };
@@ -452,7 +452,7 @@ impl Worker {
         // The claims follower applies the record at `offset` and keeps the verdict for us
         // (`view.rs`); the rules that decide it are in `state/verdict.rs`.
         let verdict = self
-            .view
+            .live_view()
             .wait_for_own_verdict(
                 self.config.worker_id,
                 offset,
@@ -481,7 +481,7 @@ impl Worker {
                     worker_id,
                     task_id,
                     *holder_token,
-                    self.view.own_from(worker_id),
+                    self.live_view().own_from(worker_id),
                 )
                 .map(|claim_issued_at| Grant {
                     token: *holder_token,
@@ -523,7 +523,7 @@ impl Worker {
             task_id,
             token,
             payload,
-            view: StateView::new(Arc::clone(&self.view)),
+            view: StateView::new(Arc::clone(self.live_view())),
         });
         let extend_every = self.config.extend_every();
         let mut next_extend_at = grant.first_extend_at;
@@ -579,7 +579,7 @@ impl Worker {
             }
         };
         let verdict = self
-            .view
+            .live_view()
             .wait_for_own_verdict(
                 self.config.worker_id,
                 offset,
@@ -620,7 +620,7 @@ impl Worker {
             };
             self.observer.done_appended(task_id, token, offset);
             let verdict = self
-                .view
+                .live_view()
                 .wait_for_own_verdict(
                     self.config.worker_id,
                     offset,
@@ -703,7 +703,7 @@ impl Worker {
         let judged = tokio::time::timeout(timeout, async {
             let offset = self.appender.append(&release.into()).await?;
             let verdict = self
-                .view
+                .live_view()
                 .wait_for_own_verdict(worker_id, offset, timeout)
                 .await?;
             anyhow::Ok(verdict.event)
@@ -733,11 +733,18 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// The live view, the pool's.
+    fn live_view(&self) -> &Arc<LiveView> {
+        self.pool.view()
+    }
+}
+
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Worker")
             .field("config", &self.config)
-            .field("view", &self.view)
+            .field("view", self.live_view())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
