@@ -47,6 +47,7 @@ use crate::queue::run::QueueOutcome;
 use crate::queue::{Arrival, ChaosConfig, ChaosMode, PickArg, QueueRunConfig, System};
 use crate::report::{Report, Run};
 use booblik_samples::engine::EngineKind;
+use booblik_samples::queue::worker::MAX_POOL_WORKERS;
 
 /// The booblik load harness.
 #[derive(Debug, Parser)]
@@ -156,6 +157,12 @@ struct QueueArgs {
     /// Arrival patterns to sweep.
     #[arg(long, value_delimiter = ',', default_values = ["backlog", "trickle"])]
     arrival: Vec<Arrival>,
+    /// Workers per pool to sweep (booblik): the members of a pool share one pair of followers
+    /// (`booblik_samples::queue::worker::WorkerPool`); 1 runs every worker with its own. A value
+    /// at or above a run's worker count puts all its workers in one pool. `1,30` runs
+    /// independent workers and one pool side by side.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize], value_parser = parse_pool)]
+    pool: Vec<usize>,
     /// Peer queues to run the same scenarios against, beside booblik: redis, redis-fsync,
     /// postgres, postgres-async, jetstream-workqueue. The harness starts each server from its
     /// installed binary (redis-server; PostgreSQL's initdb and postgres; a 3-node nats-server
@@ -237,6 +244,20 @@ struct QueueArgs {
     max_run_s: u64,
 }
 
+/// A `--pool` value: 1..=MAX_POOL_WORKERS workers per pool.
+fn parse_pool(value: &str) -> Result<usize, String> {
+    let pool: usize = value
+        .parse()
+        .map_err(|_| format!("{value} is not a number of workers"))?;
+    if (1..=MAX_POOL_WORKERS).contains(&pool) {
+        Ok(pool)
+    } else {
+        Err(format!(
+            "{pool} workers per pool is outside 1..={MAX_POOL_WORKERS} (MAX_POOL_WORKERS)"
+        ))
+    }
+}
+
 /// Most repetitions of one configuration.
 const MAX_REPETITIONS: i64 = 100;
 
@@ -257,6 +278,7 @@ impl QueueArgs {
                 EngineKind::Jetstream => System::ClaimsOnJetstream,
             },
             workers: 0,
+            pool: 1,
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
             tasks: 0,
@@ -294,7 +316,21 @@ impl QueueArgs {
 
     /// Booblik's configurations: the sweep, then (unless switched off) the extra runs.
     fn booblik_configs(&self) -> Vec<QueueRunConfig> {
-        let mut configs = queue::sweep(&self.workers, &self.pick, &self.arrival, self.template());
+        let mut configs = Vec::new();
+        for config in queue::sweep(&self.workers, &self.pick, &self.arrival, self.template()) {
+            for &pool in &self.pool {
+                let pooled = QueueRunConfig {
+                    pool: pool.min(config.workers),
+                    ..config
+                };
+                if !configs.iter().any(|c: &QueueRunConfig| {
+                    (c.workers, c.pick, c.arrival, c.pool)
+                        == (pooled.workers, pooled.pick, pooled.arrival, pooled.pool)
+                }) {
+                    configs.push(pooled);
+                }
+            }
+        }
         if !self.no_extra_queue_runs {
             configs.extend(self.extra_runs());
         }
@@ -311,22 +347,30 @@ impl QueueArgs {
         };
         let mut extra = Vec::new();
         for &workers in &self.workers {
-            for mode in [ChaosMode::Crash, ChaosMode::Stall] {
-                if self.chaos != Some(mode) {
+            // Every pool size of the sweep gets the chaos and `written` runs too: a pool must
+            // survive a killed or frozen member as independent workers do.
+            let mut pools: Vec<usize> = self.pool.iter().map(|&p| p.min(workers)).collect();
+            pools.dedup();
+            for pool in pools {
+                for mode in [ChaosMode::Crash, ChaosMode::Stall] {
+                    if self.chaos != Some(mode) {
+                        extra.push(QueueRunConfig {
+                            workers,
+                            pool,
+                            chaos: Some(self.chaos_config(mode)),
+                            ..base
+                        });
+                    }
+                }
+                if self.claim_ack != Ack::Written {
                     extra.push(QueueRunConfig {
                         workers,
-                        chaos: Some(self.chaos_config(mode)),
+                        pool,
+                        claim_ack: Ack::Written,
+                        chaos: None,
                         ..base
                     });
                 }
-            }
-            if self.claim_ack != Ack::Written {
-                extra.push(QueueRunConfig {
-                    workers,
-                    claim_ack: Ack::Written,
-                    chaos: None,
-                    ..base
-                });
             }
         }
         extra

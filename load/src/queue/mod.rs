@@ -169,6 +169,9 @@ pub struct QueueRunConfig {
     pub system: System,
     /// Workers.
     pub workers: usize,
+    /// Workers per [`WorkerPool`](booblik_samples::queue::worker::WorkerPool) (booblik only):
+    /// members of a pool share one pair of followers. 1: every worker has its own followers.
+    pub pool: usize,
     /// Pick strategy (booblik only: a peer's server hands out tasks itself).
     pub pick: PickArg,
     /// Arrival pattern.
@@ -347,17 +350,27 @@ pub fn sweep(
     configs
 }
 
+/// ` pool N` for workers sharing followers in pools of N; nothing for independent workers.
+pub fn pool_suffix(pool: u64) -> String {
+    if pool > 1 {
+        format!(" pool{pool}")
+    } else {
+        String::new()
+    }
+}
+
 /// A short label of a run, for the progress bar and plots.
 pub fn label(config: &QueueRunConfig) -> String {
     let variant = match config.system {
         System::Booblik | System::ClaimsOnJetstream => format!(
-            " {} {}",
+            " {} {}{}",
             config.pick.name(),
             if config.claim_ack == Ack::Forced {
                 "forced"
             } else {
                 "written"
-            }
+            },
+            pool_suffix(config.pool as u64)
         ),
         System::Peer(_) => String::new(),
     };

@@ -52,7 +52,13 @@ impl Scenario {
 /// A system in one setting: booblik with its pick and ack, or a peer.
 pub fn variant(run: &QueueRun) -> String {
     match (run.pick, run.claim_ack) {
-        (Some(pick), Some(ack)) => format!("{} {} {}", run.system, ack.name(), pick.name()),
+        (Some(pick), Some(ack)) => format!(
+            "{} {} {}{}",
+            run.system,
+            ack.name(),
+            pick.name(),
+            super::pool_suffix(run.pool)
+        ),
         _ => run.system.to_owned(),
     }
 }

@@ -23,8 +23,8 @@ use booblik_samples::queue::record::{ClaimsRecord, ProtocolLevel};
 use booblik_samples::queue::state::{Event, QueueConfig};
 use booblik_samples::queue::verify::{TraceStep, VerifyConfig, Violation, replay, verify};
 use booblik_samples::queue::worker::{
-    Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerStats, open_tasks_log, read_logs,
-    result_of, wall_clock_ms,
+    Assignment, WorkFn, Worker, WorkerConfig, WorkerEvent, WorkerPool, WorkerStats, open_tasks_log,
+    read_logs, result_of, wall_clock_ms,
 };
 use booblik_samples::support::cli::ensure_topic;
 use futures::FutureExt;
@@ -229,13 +229,35 @@ async fn conduct(
 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // Pools of `config.pool` workers, each on a thread of its own, so a frozen member stalls
+    // neither the followers nor its siblings.
+    let pool_count = if config.pool > 1 {
+        config.workers.div_ceil(config.pool)
+    } else {
+        0
+    };
+    let pools = futures::future::try_join_all(
+        (0..pool_count)
+            .map(|index| start_pool(Arc::clone(&backend.connect), worker_config(), index)),
+    )
+    .await?;
     let mut slots = Vec::with_capacity(config.workers);
     let new_slot = |slot: usize| {
         let stall = Arc::new(AtomicBool::new(false));
         let work = booblik_work(config.work_ms, Arc::clone(&stall), &stalls, &effects);
+        // Replacements (slots past the first `workers`) join the pools in turn.
+        let pool = (!pools.is_empty()).then(|| {
+            let index = if slot < config.workers {
+                slot / config.pool
+            } else {
+                slot % pools.len()
+            };
+            pools[index].pool.clone()
+        });
         start_worker(
             Arc::clone(&backend.connect),
             worker_config(),
+            pool,
             slot,
             events_tx.clone(),
             shutdown_rx.clone(),
@@ -334,6 +356,10 @@ async fn conduct(
             Joined::TimedOut => tracing::warn!(worker = index, "worker did not stop in time"),
         }
     }
+    // The pools' followers outlive every member: stopped only once the members are joined.
+    for pool in pools {
+        pool.stop().await;
+    }
     if let Some(enqueuer) = enqueuer {
         enqueuer.abort();
     }
@@ -410,7 +436,7 @@ async fn conduct(
         system: config.system.name(),
         repetition: config.repetition,
         workers: config.workers,
-        pool: 1,
+        pool: config.pool as u64,
         pick: Some(config.pick),
         arrival: config.arrival,
         claim_ack: Some(config.claim_ack),
@@ -486,12 +512,71 @@ fn booblik_work(
     })
 }
 
+/// A [`WorkerPool`] whose followers run on a thread of their own until [`PoolThread::stop`].
+struct PoolThread {
+    pool: WorkerPool,
+    stop: oneshot::Sender<()>,
+    thread: WorkerThread<()>,
+    index: usize,
+}
+
+impl PoolThread {
+    async fn stop(self) {
+        drop(self.pool);
+        let _ = self.stop.send(());
+        match self.thread.join(SHUTDOWN_LIMIT).await {
+            Joined::Returned(Ok(())) => {}
+            Joined::Returned(Err(error)) => {
+                tracing::warn!(pool = self.index, %error, "pool ended badly");
+            }
+            Joined::TimedOut => tracing::warn!(pool = self.index, "pool did not stop in time"),
+        }
+    }
+}
+
+/// Starts a pool's followers on a thread of their own (its own engine, like a worker's), for
+/// members of `template`'s topics and rules. Returns once the followers run.
+async fn start_pool(
+    connect: ConnectEngine,
+    template: WorkerConfig,
+    index: usize,
+) -> anyhow::Result<PoolThread> {
+    let (started_tx, started_rx) = oneshot::channel();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let thread = WorkerThread::spawn(format!("booblik-pool{index}"), move |kill| async move {
+        let engine = connect().await?;
+        let pool = WorkerPool::start(engine, &template).await?;
+        let _ = started_tx.send(pool.clone());
+        tokio::select! {
+            _ = stopped => {}
+            _ = kill => {}
+        }
+        drop(pool);
+        Ok(())
+    })?;
+    match started_rx.await {
+        Ok(pool) => Ok(PoolThread {
+            pool,
+            stop,
+            thread,
+            index,
+        }),
+        Err(_) => Err(match thread.join(SHUTDOWN_LIMIT).await {
+            Joined::Returned(Err(error)) => error.context(format!("pool {index} did not start")),
+            other => anyhow!("pool {index} did not start: {other:?}"),
+        }),
+    }
+}
+
 /// Starts a worker on its own thread (see [`super::thread`]): opens its engine, starts the
-/// worker with its events forwarded as `(slot, event)`, and runs it until `shutdown` turns
-/// true or the thread is killed. Returns once the worker has started.
+/// worker (a member of `pool` when given: it reads its verdicts from the pool's followers)
+/// with its events forwarded as `(slot, event)`, and runs it until `shutdown` turns true or the
+/// thread is killed. Returns once the worker has started.
+#[allow(clippy::too_many_arguments)] // one call site; the arguments are the worker's parts
 async fn start_worker(
     connect: ConnectEngine,
     config: WorkerConfig,
+    pool: Option<WorkerPool>,
     slot: usize,
     events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
     mut shutdown: watch::Receiver<bool>,
@@ -501,7 +586,10 @@ async fn start_worker(
     let (started_tx, started_rx) = oneshot::channel();
     let thread = WorkerThread::spawn(format!("booblik-w{slot}"), move |kill| async move {
         let engine = connect().await?;
-        let mut worker = Worker::start_with_work(engine, config, work).await?;
+        let mut worker = match pool {
+            Some(pool) => pool.start_worker_with_work(engine, config, work).await?,
+            None => Worker::start_with_work(engine, config, work).await?,
+        };
         let mut events = worker.events().context("a new worker's events")?;
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
