@@ -28,7 +28,38 @@ const MAX_CONSECUTIVE_READ_FAILURES: u32 = 20;
 #[derive(Debug, Default)]
 struct Finished {
     ids: HashSet<Uuid>,
+    /// `ids` in the order they finished, so a reader can take only what is new.
+    order: Vec<Uuid>,
     last_at: Option<Instant>,
+}
+
+/// The conductor's tally of finished tasks among those it submitted, kept up to date by
+/// [`Observer::finished_among`] from what finished since its last call. A check costs the tasks
+/// that finished since the last one, not one lookup per submitted task: the conductor checks
+/// every 10 ms, and at 9 000 tasks the full count took 4 % of a core in a 30-worker profile,
+/// a load the peers' runs do not carry.
+#[derive(Debug, Default)]
+pub struct FinishedTally {
+    /// Entries of the observer's `order` already looked at.
+    seen: usize,
+    /// Finished tasks found among the submitted ones.
+    counted: usize,
+    /// Finished tasks not (yet) among the submitted ones: a trickle's task can finish before
+    /// its submission reaches the conductor, and an external broker's log holds earlier runs.
+    unmatched: Vec<Uuid>,
+}
+
+impl FinishedTally {
+    /// Takes the finished tasks of `order` past the last call (`order` only grows) and returns
+    /// how many finished tasks are among `tasks`.
+    fn update<V>(&mut self, order: &[Uuid], tasks: &HashMap<Uuid, V>) -> usize {
+        self.unmatched.extend_from_slice(&order[self.seen..]);
+        self.seen = order.len();
+        let before = self.unmatched.len();
+        self.unmatched.retain(|id| !tasks.contains_key(id));
+        self.counted += before - self.unmatched.len();
+        self.counted
+    }
 }
 
 /// A running observer.
@@ -86,7 +117,11 @@ impl Observer {
                 }
                 if !newly.is_empty() {
                     let mut finished = sink.lock().expect("observer lock");
-                    finished.ids.extend(newly);
+                    for task_id in newly {
+                        if finished.ids.insert(task_id) {
+                            finished.order.push(task_id);
+                        }
+                    }
                     finished.last_at = Some(now);
                 }
             }
@@ -94,11 +129,15 @@ impl Observer {
         Ok(Self { finished, task })
     }
 
-    /// How many of `tasks` are finished, and when the last task (of any) finished.
-    pub fn finished_among<V>(&self, tasks: &HashMap<Uuid, V>) -> (usize, Option<Instant>) {
+    /// How many of `tasks` (the submitted ones; the map only grows) are finished, and when the
+    /// last task (of any) finished. `tally` carries the count from one call to the next.
+    pub fn finished_among<V>(
+        &self,
+        tasks: &HashMap<Uuid, V>,
+        tally: &mut FinishedTally,
+    ) -> (usize, Option<Instant>) {
         let finished = self.finished.lock().expect("observer lock");
-        let count = tasks.keys().filter(|id| finished.ids.contains(id)).count();
-        (count, finished.last_at)
+        (tally.update(&finished.order, tasks), finished.last_at)
     }
 
     /// A failure of the observer (it stops at the first), if it has stopped.
@@ -111,5 +150,44 @@ impl Observer {
     /// Stops following.
     pub fn stop(self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_finished_before_its_submission_is_counted_once_it_is_submitted() {
+        let (a, b, stranger) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let mut submitted: HashMap<Uuid, u32> = HashMap::new();
+        let mut tally = FinishedTally::default();
+        submitted.insert(a, 0);
+        let mut order = vec![a, b, stranger];
+        assert_eq!(
+            tally.update(&order, &submitted),
+            1,
+            "b is not submitted yet"
+        );
+        submitted.insert(b, 0);
+        assert_eq!(
+            tally.update(&order, &submitted),
+            2,
+            "b counts once submitted"
+        );
+        assert_eq!(
+            tally.update(&order, &submitted),
+            2,
+            "nothing is counted twice"
+        );
+        let c = Uuid::new_v4();
+        submitted.insert(c, 0);
+        order.push(c);
+        assert_eq!(tally.update(&order, &submitted), 3);
+        assert_eq!(
+            tally.unmatched,
+            vec![stranger],
+            "another run's task is never counted"
+        );
     }
 }

@@ -35,7 +35,7 @@ use uuid::Uuid;
 
 use super::chaos::{ChaosPlan, Stalls};
 use super::effects::Effects;
-use super::observer::Observer;
+use super::observer::{FinishedTally, Observer};
 use super::tally::Tally;
 use super::thread::{Joined, WorkerThread};
 use super::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig, arrival};
@@ -277,6 +277,7 @@ async fn conduct(
     }
     let deadline = started + Duration::from_millis(config.max_run_ms);
     let mut tally = Tally::new(config.warmup_claims_per_worker);
+    let mut finished_tally = FinishedTally::default();
     let mut stalled_slots = Vec::new();
     let mut chaos = config.chaos.map(|c| ChaosPlan::new(c, config.workers));
     let mut replaced = 0u64;
@@ -288,7 +289,7 @@ async fn conduct(
             Some((id, at)) = submitted_rx.recv() => { submitted.insert(id, at); }
             _ = check.tick() => {
                 let now = Instant::now();
-                let (finished, last_at) = observer.finished_among(&submitted);
+                let (finished, last_at) = observer.finished_among(&submitted, &mut finished_tally);
                 // A stalled worker must get to commit its late effect and its done before the
                 // run ends, or the stall would measure nothing.
                 let working = tally.working_slots();
