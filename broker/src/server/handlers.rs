@@ -59,16 +59,21 @@ async fn produce(shared: &Shared, id: i32, req: ProduceRequest, received: Stamp)
         return error("produce", id, ErrorCode::RecordTooLarge);
     }
     let ack = req.ack;
-    // Applying a PRODUCE is queueing its batch: its place among the partition's appends (and
-    // so its offsets) is then fixed. Its answer waits in the session's answer queue, so the
-    // wait for the write or the fsync holds back no later request.
+    // Applying a PRODUCE is queueing its batch, or appending it inline when the partition is
+    // idle: its place among the partition's appends (and so its offsets) is then fixed. Its
+    // answer waits in the session's answer queue, so the wait for the write or the fsync holds
+    // back no later request.
     match partition.append_queued(req.records, ack).await {
         Ok(None) => {
             debug_assert_eq!(ack, AckPolicy::None);
             Reply::Nothing
         }
         Ok(Some((written, answer))) => {
-            received.hop("b1 session: frame decoded -> batch queued to the writer");
+            if answer.was_inline() {
+                received.hop("b1i session: frame decoded -> batch written inline");
+            } else {
+                received.hop("b1 session: frame decoded -> batch queued to the writer");
+            }
             Reply::Append(PendingAppend {
                 correlation_id: id,
                 partition: Arc::clone(partition),
@@ -119,6 +124,12 @@ pub(crate) fn produce_answer(
 }
 
 impl PendingAppend {
+    /// True when [`PendingAppend::resolve`] may block its thread for an fsync (a FORCED batch
+    /// appended inline that no fsync covers yet): the answers before it are written first.
+    pub(crate) fn may_block(&self) -> bool {
+        self.answer.may_block(&self.partition)
+    }
+
     /// Waits for the append's answer and turns it into the reply to send.
     pub(crate) async fn resolve(self) -> Reply {
         let result = self.answer.wait(&self.partition).await;

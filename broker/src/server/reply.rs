@@ -18,8 +18,8 @@ pub(crate) enum Reply {
     Frame(Vec<u8>),
     /// No answer at all: a PRODUCE with ack NONE that was queued.
     Nothing,
-    /// A PRODUCE whose batch is queued to its partition's writer; the answer is known once the
-    /// batch is written (WRITTEN) or covered by an fsync (FORCED).
+    /// A PRODUCE whose batch is queued to its partition's writer, or was appended inline; the
+    /// answer is known once the batch is written (WRITTEN) or covered by an fsync (FORCED).
     Append(PendingAppend),
     /// A FETCH answer: its header, then the slice's bytes (sent with `sendfile`, or read first).
     Fetch(FetchReply),

@@ -401,6 +401,11 @@ impl Answerer<'_> {
             match reply {
                 Reply::Frame(frame) => self.gather(&frame).await?,
                 Reply::Append(pending) => {
+                    // An inline FORCED batch syncs on this thread when resolved: nothing written
+                    // waits for that.
+                    if pending.may_block() {
+                        self.flush().await?;
+                    }
                     let received = pending.received;
                     let resolve = pending.resolve();
                     tokio::pin!(resolve);

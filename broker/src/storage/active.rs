@@ -196,6 +196,17 @@ impl ActiveSegment {
         self.capacity_bytes - u64::from(self.written.position)
     }
 
+    /// True when `bytes` of records can be written here with nothing but a copy (MAPPED) or one
+    /// `pwrite` (FILE): the segment is not sealed, the bytes fit its room (no roll), and in
+    /// MAPPED mode their disk blocks are already reserved (no `fallocate`). What the inline
+    /// append of [`Partition`](super::Partition) asks before it writes on a caller's thread.
+    pub(crate) fn takes_without_roll_or_reservation(&self, bytes: u64) -> bool {
+        let end = u64::from(self.written.position) + bytes;
+        !self.sealed
+            && bytes <= self.room_bytes()
+            && (self.mapping.is_none() || !self.reserving || end <= self.allocated_bytes)
+    }
+
     /// Writes `payloads` (which the caller checked fit) after the last record and indexes them.
     /// Not yet visible to readers: see [`ActiveSegment::publish`].
     pub(crate) fn write(&mut self, payloads: &[&[u8]]) -> Result<(), StorageError> {

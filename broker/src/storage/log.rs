@@ -1,7 +1,10 @@
 //! A partition's log as its writer sees it: the active segment, rolling, syncing, retention.
 //!
-//! Only the partition's writer thread owns a [`PartitionLog`]; readers go through the shared
-//! [`LogView`]. Appending a batch:
+//! A [`PartitionLog`] sits behind one mutex, shared by the partition's writer thread and the
+//! inline append of [`Partition`](super::Partition) (a small batch written on the caller's
+//! thread when nothing is queued: `docs/storage.md` § Inline appends); whoever holds the lock
+//! appends, so offsets are handed out in lock order. Readers go through the shared [`LogView`].
+//! Appending a batch:
 //!
 //! 1. refuse it whole if any record could not fit even an empty segment (`RECORD_TOO_LARGE`),
 //!    or if its last record would pass the largest offset (`StorageError::OffsetOverflow`: the
@@ -29,6 +32,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use booblik_protocol::{RecordSet, record_bytes};
@@ -76,6 +80,12 @@ pub(crate) struct PartitionLog {
     view: Arc<LogView>,
     active: ActiveSegment,
     durability: Durability,
+    /// Bytes of the log (from its first segment's start) that a completed fsync covers: raised
+    /// after every successful sync and seal, never lowered. Shared, so that a FORCED append
+    /// written inline can see without the lock that another sync already covered it.
+    durable_log_bytes: Arc<AtomicU64>,
+    /// FORCED batches written inline since the last sync (for the group-size metric).
+    forced_since_sync: usize,
 }
 
 impl PartitionLog {
@@ -131,18 +141,55 @@ impl PartitionLog {
             write_mode = %settings.write_mode,
             "opened partition log"
         );
+        let durable_log_bytes = Arc::new(AtomicU64::new(active.log_bytes_end()));
         Ok(Self {
             dir,
             settings,
             view,
             active,
             durability,
+            durable_log_bytes,
+            forced_since_sync: 0,
         })
     }
 
     /// The reader-visible side.
     pub(crate) fn view(&self) -> &Arc<LogView> {
         &self.view
+    }
+
+    /// Bytes of the log a completed fsync covers (see the field); shared.
+    pub(crate) fn durable_log_bytes(&self) -> &Arc<AtomicU64> {
+        &self.durable_log_bytes
+    }
+
+    /// Bytes of the log up to the end of the last record written.
+    pub(crate) fn log_bytes_end(&self) -> u64 {
+        self.active.log_bytes_end()
+    }
+
+    /// True when `records` can be appended with nothing but a write into the active segment: no
+    /// roll (it fits the room left, the segment is not sealed), and in MAPPED mode no block
+    /// reservation. The inline append takes only such batches.
+    pub(crate) fn takes_without_roll(&self, records: &RecordSet) -> bool {
+        self.active
+            .takes_without_roll_or_reservation(records.log_bytes() as u64)
+    }
+
+    /// Counts a FORCED batch written inline that the next sync covers.
+    pub(crate) fn note_forced_inline(&mut self) {
+        self.forced_since_sync += 1;
+    }
+
+    /// FORCED batches written inline since the last call; the group-size metric of a sync.
+    pub(crate) fn take_forced_since_sync(&mut self) -> usize {
+        std::mem::take(&mut self.forced_since_sync)
+    }
+
+    /// Everything written so far is durable: raise the shared mark.
+    fn mark_durable(&self) {
+        self.durable_log_bytes
+            .fetch_max(self.active.log_bytes_end(), Ordering::Release);
     }
 
     /// Appends a batch; see the module docs. The records get consecutive offsets.
@@ -226,7 +273,9 @@ impl PartitionLog {
     /// Makes everything appended so far durable (one `fdatasync`, after an `msync` in MAPPED
     /// mode). Sealed segments were synced when they were sealed.
     pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
-        self.active.sync(&self.durability)
+        self.active.sync(&self.durability)?;
+        self.mark_durable();
+        Ok(())
     }
 
     /// Seals the active segment and starts the next one at the next offset.
@@ -237,6 +286,7 @@ impl PartitionLog {
     /// (sealing is idempotent). The log is as it was, so this refuses the batch.
     fn roll(&mut self) -> Result<(), StorageError> {
         self.active.seal(&self.durability)?;
+        self.mark_durable();
         let next = ActiveSegment::create(
             &self.dir,
             self.active.next_offset(),
@@ -296,7 +346,9 @@ impl PartitionLog {
 
     /// Seals the active segment for a clean stop: sync, and in MAPPED mode unmap and trim.
     pub(crate) fn close(mut self) -> Result<(), StorageError> {
-        self.active.seal(&self.durability)
+        self.active.seal(&self.durability)?;
+        self.mark_durable();
+        Ok(())
     }
 }
 

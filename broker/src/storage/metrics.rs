@@ -14,6 +14,11 @@ pub const FSYNC_GROUP_SIZE: &str = "booblik_storage_fsync_group_size";
 pub const APPENDED_RECORDS_TOTAL: &str = "booblik_storage_appended_records_total";
 /// Counter: batches refused because the disk (or a quota) was full.
 pub const NO_SPACE_REFUSALS_TOTAL: &str = "booblik_storage_no_space_refusals_total";
+/// Counter: WRITTEN and FORCED batches appended on the caller's thread, without the writer
+/// thread (`docs/storage.md` § Inline appends).
+pub const INLINE_APPENDS_TOTAL: &str = "booblik_storage_inline_appends_total";
+/// Counter: fsyncs a caller's thread did for FORCED batches it appended inline.
+pub const INLINE_SYNCS_TOTAL: &str = "booblik_storage_inline_syncs_total";
 
 /// Counter: damaged tails recovery moved aside into a quarantine file (`docs/storage.md`
 /// § Recovery).
@@ -64,6 +69,14 @@ pub fn describe_metrics() {
         "batches refused whole because the disk or a quota was full"
     );
     metrics::describe_counter!(
+        INLINE_APPENDS_TOTAL,
+        "batches appended on the caller's thread, without the writer thread"
+    );
+    metrics::describe_counter!(
+        INLINE_SYNCS_TOTAL,
+        "fsyncs done on the caller's thread for FORCED batches it appended inline"
+    );
+    metrics::describe_counter!(
         RECOVERY_QUARANTINES_TOTAL,
         "damaged log tails recovery moved aside into a quarantine file"
     );
@@ -80,11 +93,18 @@ pub struct PartitionStats {
     pub appended_records: u64,
     /// Batches refused whole because the disk or a quota was full.
     pub no_space_refusals: u64,
+    /// Batches appended on the caller's thread, without the writer thread (counted in
+    /// `appended_records` too).
+    pub inline_appends: u64,
+    /// fsyncs a caller's thread did for FORCED batches it appended inline (counted in `fsyncs`
+    /// and `forced_groups` too).
+    pub inline_syncs: u64,
     /// Segment files in the log (sealed and active).
     pub segments: usize,
     /// Entries of the sparse offset indexes of all segments.
     pub index_entries: usize,
-    /// Appends waiting in the writer queue.
+    /// Appends waiting in the writer queue or being handled by the writer, plus one being
+    /// written inline on a caller's thread.
     pub queued_appends: usize,
     /// Bytes of records those appends reserved in the writer queue (at most
     /// `writer_queue_bytes`).
@@ -107,10 +127,14 @@ pub(crate) struct PartitionMetrics {
     appended_metric: Counter,
     no_space_metric: Counter,
     quarantines_metric: Counter,
+    inline_appends_metric: Counter,
+    inline_syncs_metric: Counter,
     fsyncs: AtomicU64,
     forced_groups: AtomicU64,
     appended_records: AtomicU64,
     no_space_refusals: AtomicU64,
+    inline_appends: AtomicU64,
+    inline_syncs: AtomicU64,
     recovered_end: Mutex<RecoveredEnd>,
 }
 
@@ -126,10 +150,14 @@ impl PartitionMetrics {
             appended_metric: metrics::counter!(APPENDED_RECORDS_TOTAL, &labels),
             no_space_metric: metrics::counter!(NO_SPACE_REFUSALS_TOTAL, &labels),
             quarantines_metric: metrics::counter!(RECOVERY_QUARANTINES_TOTAL, &labels),
+            inline_appends_metric: metrics::counter!(INLINE_APPENDS_TOTAL, &labels),
+            inline_syncs_metric: metrics::counter!(INLINE_SYNCS_TOTAL, &labels),
             fsyncs: AtomicU64::new(0),
             forced_groups: AtomicU64::new(0),
             appended_records: AtomicU64::new(0),
             no_space_refusals: AtomicU64::new(0),
+            inline_appends: AtomicU64::new(0),
+            inline_syncs: AtomicU64::new(0),
             recovered_end: Mutex::new(RecoveredEnd::New),
         }
     }
@@ -153,6 +181,16 @@ impl PartitionMetrics {
     pub(crate) fn refused_for_space(&self) {
         self.no_space_metric.increment(1);
         self.no_space_refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn appended_inline(&self) {
+        self.inline_appends_metric.increment(1);
+        self.inline_appends.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn synced_inline(&self) {
+        self.inline_syncs_metric.increment(1);
+        self.inline_syncs.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn recovered(&self, end: RecoveredEnd) {
@@ -186,5 +224,13 @@ impl PartitionMetrics {
 
     pub(crate) fn no_space_refusals(&self) -> u64 {
         self.no_space_refusals.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn inline_appends(&self) -> u64 {
+        self.inline_appends.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn inline_syncs(&self) -> u64 {
+        self.inline_syncs.load(Ordering::Relaxed)
     }
 }

@@ -20,8 +20,8 @@
 //! | [`config`] | [`StorageConfig`], [`WriteMode`], limits |
 //! | `error` | [`StorageError`] |
 //! | `registry` | [`Storage`]: all partitions, the data directory lock |
-//! | `partition` | [`Partition`]: append (whole or queued), locate and slice for FETCH, long-poll wait, stats |
-//! | `writer` | the writer thread, its bounded queue, group commit |
+//! | `partition` | [`Partition`]: append (whole or queued; inline when idle), locate and slice for FETCH, long-poll wait, stats |
+//! | `writer` | the writer thread, its bounded queue, group commit, the log's lock |
 //! | `log` | the writer's view of a partition: append, roll, sync, retention |
 //! | `log_view` | what readers see: segment list, high watermark, the read path |
 //! | `segment` | one segment file shared by readers and the writer; pinning and deletion |
@@ -71,8 +71,9 @@ pub use io::{MappedRange, RealIo, StorageIo};
 pub use log::Appended;
 pub use log_view::FetchPosition;
 pub use metrics::{
-    APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL,
-    PartitionStats, RECOVERY_QUARANTINES_TOTAL, RecoveredEnd, describe_metrics,
+    APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, INLINE_APPENDS_TOTAL,
+    INLINE_SYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL, PartitionStats, RECOVERY_QUARANTINES_TOTAL,
+    RecoveredEnd, describe_metrics,
 };
 pub use partition::{AppendAnswer, Partition, Written};
 pub use read_slice::{CACHE_PROBE_STRIDE_BYTES, ReadSlice};

@@ -1,12 +1,32 @@
 //! One partition: the handle the server appends to and reads from.
 //!
 //! A [`Partition`] ties together the reader-visible [`LogView`], the queue into the partition's
-//! writer thread, and the poisoned flag. Appends are checked here first (too large, poisoned)
-//! so a refusal never costs a trip through the queue; then they wait for room in the queue, in
-//! batches and in bytes, which is the backpressure producers feel when the disk falls behind.
+//! writer thread, the log both share behind a mutex, and the poisoned flag. Appends are checked
+//! here first (too large, poisoned) so a refusal never costs a trip through the queue; then they
+//! wait for room in the queue, in batches and in bytes, which is the backpressure producers feel
+//! when the disk falls behind.
+//!
+//! # Inline appends
+//!
+//! A WRITTEN or FORCED batch that finds the partition idle is appended on the caller's thread
+//! instead: no trip to the writer thread and back, each of which costs a thread wake-up. Idle
+//! means, checked again under the log's lock: nothing of this partition is queued (so the batch
+//! cannot overtake a queued one: a connection's requests are applied in order), the lock is
+//! free (`try_lock`), the partition is neither closed nor poisoned, and the batch takes nothing
+//! but a write (at most [`INLINE_APPEND_MAX_BYTES`], no roll, no block reservation). And the
+//! caller is a task of a multi-thread tokio runtime, the only place where the FORCED fsync below
+//! may block its thread (`block_in_place`). Anything else is queued as before.
+//!
+//! A WRITTEN batch appended inline is answered at once. A FORCED one is answered once a
+//! completed fsync covers it: when its answer is awaited (for a session: when the answers
+//! before it are written, after it applied every request it had already received, so batches
+//! pipelined behind it are written before that fsync and share it), the caller syncs on its own
+//! thread inside `block_in_place` — unless an fsync covered the batch meanwhile (the shared
+//! durable mark), or the writer has work queued or holds the lock, in which case a
+//! [`Command::Sync`] joins the writer's next group commit. `docs/storage.md` § Inline appends.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,7 +45,11 @@ use super::metrics::{PartitionMetrics, PartitionStats};
 use super::poison::Poison;
 use super::read_slice::ReadSlice;
 use super::retention::RetentionPolicy;
-use super::writer::{Command, QueueBudget, Writer, WriterQueue};
+use super::writer::{Command, QueueBudget, SharedLog, Writer, WriterQueue, poison_with};
+
+/// Largest batch (its bytes in a segment) appended inline on the caller's thread; a larger one
+/// goes to the writer thread, so a runtime thread copies at most this much per append.
+pub const INLINE_APPEND_MAX_BYTES: usize = 64 * 1024;
 
 /// One partition of one topic: an append-only log of records with gap-free offsets.
 pub struct Partition {
@@ -34,6 +58,13 @@ pub struct Partition {
     max_payload_bytes: usize,
     view: Arc<LogView>,
     queue: WriterQueue,
+    /// The log, shared with the writer thread: the inline append takes it with `try_lock`.
+    log: SharedLog,
+    /// Bytes of the log a completed fsync covers (raised by the log under its lock).
+    durable_log_bytes: Arc<AtomicU64>,
+    /// Inline appends being written now (at most one: they hold the lock); counted in
+    /// `PartitionStats::queued_appends`.
+    inline_in_progress: AtomicUsize,
     poison: Arc<Poison>,
     metrics: Arc<PartitionMetrics>,
     hooks: TestHooks,
@@ -77,11 +108,13 @@ impl Partition {
         };
         let log = PartitionLog::open(dir, settings, durability)?;
         let view = Arc::clone(log.view());
+        let durable_log_bytes = Arc::clone(log.durable_log_bytes());
+        let log: SharedLog = Arc::new(Mutex::new(Some(log)));
         let (queue, commands) = WriterQueue::new(config.writer_queue_depth, budget.clone());
         let poison = Arc::new(Poison::default());
         let writer = Writer {
             label: label.clone(),
-            log,
+            log: Arc::clone(&log),
             commands,
             poison: Arc::clone(&poison),
             metrics: Arc::clone(&metrics),
@@ -95,6 +128,9 @@ impl Partition {
             max_payload_bytes: settings.max_payload_bytes(),
             view,
             queue,
+            log,
+            durable_log_bytes,
+            inline_in_progress: AtomicUsize::new(0),
             poison,
             metrics,
             hooks: TestHooks::default(),
@@ -134,12 +170,20 @@ impl Partition {
     /// * `Written`: after the bytes are written and the offsets visible to readers;
     /// * `Forced`: after an fsync covering the batch (shared with every FORCED batch of its group).
     ///
-    /// Dropping the future after the batch was queued does not withdraw it.
+    /// A WRITTEN or FORCED batch that finds the partition idle is appended on the calling
+    /// thread instead of queued (see the module docs, § Inline appends); the answers are the
+    /// same. Dropping the future after the batch was queued does not withdraw it.
     pub async fn append(
         &self,
         records: RecordSet,
         ack: AckPolicy,
     ) -> Result<Option<Appended>, StorageError> {
+        if ack != AckPolicy::None {
+            self.admit(&records)?;
+            if let Some(answer) = self.append_inline(&records, ack) {
+                return answer.wait(self).await.map(Some);
+            }
+        }
         match self.queue_append(records, ack, None).await? {
             None => Ok(None),
             Some(answer) => answer.wait(self).await.map(Some),
@@ -147,11 +191,13 @@ impl Partition {
     }
 
     /// [`Partition::append`] in two steps, for a session that pipelines: returns once the batch
-    /// is queued (its place among the partition's appends, and so its offsets' order, is then
-    /// fixed), with what to wait on. `Ok(None)` for ack NONE. [`Written`] tells when the batch
-    /// is written and visible to readers (WRITTEN and FORCED alike: before a FORCED batch's
-    /// fsync); [`AppendAnswer`] carries the answer `append` would give. Dropping either does not
-    /// withdraw the batch.
+    /// is queued or appended inline (its place among the partition's appends, and so its
+    /// offsets' order, is then fixed), with what to wait on. `Ok(None)` for ack NONE. [`Written`]
+    /// tells when the batch is written and visible to readers (WRITTEN and FORCED alike: before a
+    /// FORCED batch's fsync; at once for a batch appended inline); [`AppendAnswer`] carries the
+    /// answer `append` would give (ready at once for a WRITTEN batch appended inline; a FORCED
+    /// one appended inline syncs when awaited, see [`AppendAnswer::wait`]). Dropping either does
+    /// not withdraw the batch.
     pub async fn append_queued(
         &self,
         records: RecordSet,
@@ -160,9 +206,161 @@ impl Partition {
         if ack == AckPolicy::None {
             return self.queue_append(records, ack, None).await.map(|_| None);
         }
+        self.admit(&records)?;
+        if let Some(answer) = self.append_inline(&records, ack) {
+            return Ok(Some((Written(None), answer)));
+        }
         let (written, written_rx) = oneshot::channel();
         let answer = self.queue_append(records, ack, Some(written)).await?;
-        Ok(answer.map(|answer| (Written(written_rx), answer)))
+        Ok(answer.map(|answer| (Written(Some(written_rx)), answer)))
+    }
+
+    /// Refuses at once what the writer would refuse anyway: a record too large for an empty
+    /// segment, any batch of a poisoned partition.
+    fn admit(&self, records: &RecordSet) -> Result<(), StorageError> {
+        let largest = records.max_payload_len();
+        if largest > self.max_payload_bytes {
+            return Err(StorageError::RecordTooLarge {
+                size: largest,
+                max: self.max_payload_bytes,
+            });
+        }
+        self.poison.check()
+    }
+
+    /// The inline append (module docs): `None` when the batch must be queued instead.
+    fn append_inline(&self, records: &RecordSet, ack: AckPolicy) -> Option<AppendAnswer> {
+        debug_assert_ne!(ack, AckPolicy::None);
+        if records.log_bytes() > INLINE_APPEND_MAX_BYTES
+            || self.queue.queued() != 0
+            || !may_block_in_place()
+        {
+            return None;
+        }
+        // A lock poisoned by a panic (the writer's) is not idle: the queued path reports it.
+        let Ok(mut guard) = self.log.try_lock() else {
+            return None;
+        };
+        // Again under the lock: the writer drops a batch's slot only once it is written, and
+        // takes this lock for every group, so nothing queued is ahead of this batch.
+        if self.queue.queued() != 0 || self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let log = guard.as_mut()?;
+        if !log.takes_without_roll(records) {
+            return None;
+        }
+        let in_progress = InProgress::enter(&self.inline_in_progress);
+        // What the writer does with a batch (`Writer::handle`), on this thread.
+        let result = self.poison.check().and_then(|()| {
+            log.append(records).inspect_err(|error| {
+                if !error.is_refusal() {
+                    poison_with(&self.poison, &self.label(), error);
+                } else if matches!(error, StorageError::NoSpace { .. }) {
+                    self.metrics.refused_for_space();
+                }
+            })
+        });
+        drop(in_progress);
+        let written_at = Stamp::now();
+        if result.is_ok() {
+            self.metrics.appended(records.count());
+            self.metrics.appended_inline();
+        }
+        Some(AppendAnswer(match (ack, result) {
+            (AckPolicy::Forced, Ok(appended)) => {
+                log.note_forced_inline();
+                Answer::Unsynced {
+                    appended,
+                    log_bytes_end: log.log_bytes_end(),
+                    written_at,
+                }
+            }
+            (_, result) => Answer::Ready(result),
+        }))
+    }
+
+    /// Waits until a completed fsync covers the log up to `log_bytes_end` (an inline FORCED
+    /// batch's end): at once if one did, else an fsync on this thread inside `block_in_place`
+    /// when the partition is idle, else the writer's next group commit ([`Command::Sync`]).
+    async fn sync_covering(
+        &self,
+        log_bytes_end: u64,
+        written_at: Stamp,
+    ) -> Result<(), StorageError> {
+        if self.is_durable(log_bytes_end) {
+            written_at.hop("b5c inline FORCED: already covered by another fsync");
+            return Ok(());
+        }
+        if self.queue.queued() == 0
+            && may_block_in_place()
+            && let Ok(guard) = self.log.try_lock()
+        {
+            return tokio::task::block_in_place(move || {
+                self.sync_inline(guard, log_bytes_end, written_at)
+            });
+        }
+        let (reply, answer) = oneshot::channel();
+        let queued = Stamp::now();
+        if self.queue.push(Command::Sync { reply }).is_ok()
+            && let Ok((result, synced)) = answer.await
+        {
+            synced.hop("b6s writer synced -> inline FORCED answer");
+            queued.hop("b2s inline FORCED: sync sent to the writer -> answer");
+            return result;
+        }
+        // The writer stopped; closing synced everything unless it failed.
+        if self.is_durable(log_bytes_end) {
+            Ok(())
+        } else {
+            Err(self.stopped())
+        }
+    }
+
+    /// The fsync of an inline FORCED batch on the caller's thread, under the log's lock: what
+    /// the writer's group commit does (`Writer::commit`), for every batch written so far.
+    fn sync_inline(
+        &self,
+        mut guard: std::sync::MutexGuard<'_, Option<PartitionLog>>,
+        log_bytes_end: u64,
+        written_at: Stamp,
+    ) -> Result<(), StorageError> {
+        if self.is_durable(log_bytes_end) {
+            written_at.hop("b5c inline FORCED: already covered by another fsync");
+            return Ok(());
+        }
+        let Some(log) = guard.as_mut() else {
+            // Closed: the writer's final sync failed, or the partition is poisoned.
+            return Err(self.stopped());
+        };
+        let syncing = written_at.hop("b4i inline FORCED: written -> its fsync starts");
+        let synced = self.poison.check().and_then(|()| {
+            log.sync()
+                .inspect_err(|error| poison_with(&self.poison, &self.label(), error))
+        });
+        match synced {
+            Ok(()) => {
+                syncing.hop("b5i caller's thread: inline fsync");
+                self.metrics.synced_inline();
+                self.metrics
+                    .forced_group(log.take_forced_since_sync().max(1));
+                debug_assert!(self.is_durable(log_bytes_end));
+                Ok(())
+            }
+            Err(error) => Err(StorageError::Poisoned {
+                cause: self.poison.cause().unwrap_or_else(|| error.to_string()),
+            }),
+        }
+    }
+
+    /// True once a completed fsync covers the log up to `log_bytes_end`.
+    fn is_durable(&self, log_bytes_end: u64) -> bool {
+        self.durable_log_bytes.load(Ordering::Acquire) >= log_bytes_end
+    }
+
+    /// `topic-id`, as the writer names the partition in its logs.
+    fn label(&self) -> String {
+        format!("{}-{}", self.topic, self.id)
     }
 
     async fn queue_append(
@@ -171,14 +369,7 @@ impl Partition {
         ack: AckPolicy,
         written: Option<oneshot::Sender<()>>,
     ) -> Result<Option<AppendAnswer>, StorageError> {
-        let largest = records.max_payload_len();
-        if largest > self.max_payload_bytes {
-            return Err(StorageError::RecordTooLarge {
-                size: largest,
-                max: self.max_payload_bytes,
-            });
-        }
-        self.poison.check()?;
+        self.admit(&records)?;
         let slot = self.queue.reserve(records.log_bytes()).await?;
         let (reply, answer) = match ack {
             AckPolicy::None => (None, None),
@@ -195,7 +386,7 @@ impl Partition {
             slot,
             queued: Stamp::now(),
         })?;
-        Ok(answer.map(AppendAnswer))
+        Ok(answer.map(|answer| AppendAnswer(Answer::Queued(answer))))
     }
 
     /// First offset still in the log (moves forward with retention).
@@ -290,9 +481,11 @@ impl Partition {
             forced_groups: self.metrics.forced_groups(),
             appended_records: self.metrics.appended_records(),
             no_space_refusals: self.metrics.no_space_refusals(),
+            inline_appends: self.metrics.inline_appends(),
+            inline_syncs: self.metrics.inline_syncs(),
             segments: self.view.segment_count(),
             index_entries: self.view.index_entries(),
-            queued_appends: self.queue.queued(),
+            queued_appends: self.queue.queued() + self.inline_in_progress.load(Ordering::Relaxed),
             queued_bytes: self.queue.queued_bytes(),
             log_start_offset: self.view.log_start_offset(),
             high_watermark: self.view.high_watermark(),
@@ -301,8 +494,8 @@ impl Partition {
         }
     }
 
-    /// Blocking: lets the writer finish everything queued, syncs and stops it. Later appends
-    /// fail with [`StorageError::Closed`]. Idempotent; reports a poisoned partition as an error.
+    /// Blocking: lets the writer finish everything queued (and an inline append in progress),
+    /// syncs and stops it. Later appends fail with [`StorageError::Closed`]. Idempotent; reports a poisoned partition as an error.
     pub fn close(&self) -> Result<(), StorageError> {
         match self.begin_close() {
             Some(writer) => writer.join().unwrap_or_else(|_| {
@@ -324,6 +517,14 @@ impl Partition {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
+    }
+
+    /// True when an append now would find the partition idle: nothing queued and the log's lock
+    /// free (the writer thread between groups). For tests of the inline append, which must
+    /// know that the writer has let go of the log after an earlier batch.
+    #[doc(hidden)]
+    pub fn is_idle(&self) -> bool {
+        self.queue.queued() == 0 && self.log.try_lock().is_ok()
     }
 
     /// The cold-read gate for tests; see [`TestHooks`]. (Write-path faults are injected through
@@ -375,39 +576,117 @@ impl Drop for Partition {
     }
 }
 
+/// Counts an inline append as in progress while it lives.
+struct InProgress<'a>(&'a AtomicUsize);
+
+impl<'a> InProgress<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// True when the current thread runs a task of a multi-thread tokio runtime: the one place
+/// where `tokio::task::block_in_place` is allowed (it panics on a current-thread runtime, and
+/// in a `block_on` that is not the runtime's own). The inline append is taken only there.
+fn may_block_in_place() -> bool {
+    tokio::task::try_id().is_some()
+        && tokio::runtime::Handle::try_current().is_ok_and(|handle| {
+            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        })
+}
+
 /// Tells when a queued batch is written and its offsets visible to readers; see
-/// [`Partition::append_queued`].
+/// [`Partition::append_queued`]. Done from the start for a batch appended inline.
 #[derive(Debug)]
-pub struct Written(oneshot::Receiver<()>);
+pub struct Written(Option<oneshot::Receiver<()>>);
 
 impl Written {
     /// Returns once the batch is written, or once its append failed (its [`AppendAnswer`] then
     /// carries the error).
     pub async fn wait(self) {
-        let _ = self.0.await;
+        if let Some(written) = self.0 {
+            let _ = written.await;
+        }
     }
 
     /// True once [`Written::wait`] would return at once.
     pub fn is_done(&mut self) -> bool {
-        !matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+        match &mut self.0 {
+            None => true,
+            Some(written) => {
+                !matches!(written.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+            }
+        }
     }
 }
 
-/// The answer to a queued append; see [`Partition::append_queued`].
+/// The answer to a queued or inline append; see [`Partition::append_queued`].
 #[derive(Debug)]
-pub struct AppendAnswer(oneshot::Receiver<(Result<Appended, StorageError>, Stamp)>);
+pub struct AppendAnswer(Answer);
+
+#[derive(Debug)]
+enum Answer {
+    /// Queued: the writer sends it.
+    Queued(oneshot::Receiver<(Result<Appended, StorageError>, Stamp)>),
+    /// Appended inline: known (WRITTEN, or any failure).
+    Ready(Result<Appended, StorageError>),
+    /// A FORCED batch appended inline, not yet known to be covered by an fsync.
+    Unsynced {
+        appended: Appended,
+        /// The batch's end in the log's bytes: the fsync must reach it.
+        log_bytes_end: u64,
+        /// When it was written (the hop probe).
+        written_at: Stamp,
+    },
+}
 
 impl AppendAnswer {
     /// Waits for what the append's ack asks (written, or covered by an fsync) and returns what
-    /// [`Partition::append`] would. `partition` is the one the batch was queued to: it names
+    /// [`Partition::append`] would. `partition` is the one the batch was appended to: it names
     /// the reason when the writer stopped without answering.
+    ///
+    /// For a FORCED batch appended inline this is where the fsync happens, unless another one
+    /// covered the batch meanwhile: on this thread, inside `block_in_place`, when the
+    /// partition is idle, else in the writer's next group commit.
     pub async fn wait(self, partition: &Partition) -> Result<Appended, StorageError> {
-        match self.0.await {
-            Ok((result, answered)) => {
-                answered.hop("b6 writer answered -> session task has the answer");
-                result
-            }
-            Err(_) => Err(partition.stopped()),
+        match self.0 {
+            Answer::Queued(answer) => match answer.await {
+                Ok((result, answered)) => {
+                    answered.hop("b6 writer answered -> session task has the answer");
+                    result
+                }
+                Err(_) => Err(partition.stopped()),
+            },
+            Answer::Ready(result) => result,
+            Answer::Unsynced {
+                appended,
+                log_bytes_end,
+                written_at,
+            } => partition
+                .sync_covering(log_bytes_end, written_at)
+                .await
+                .map(|()| appended),
+        }
+    }
+
+    /// True when the batch was appended inline, on the caller's thread.
+    pub fn was_inline(&self) -> bool {
+        !matches!(self.0, Answer::Queued(_))
+    }
+
+    /// True when [`AppendAnswer::wait`] may block its thread for an fsync: a FORCED batch
+    /// appended inline that no fsync covers yet. A session writes the answers before it first.
+    pub fn may_block(&self, partition: &Partition) -> bool {
+        match &self.0 {
+            Answer::Unsynced { log_bytes_end, .. } => !partition.is_durable(*log_bytes_end),
+            Answer::Queued(_) | Answer::Ready(_) => false,
         }
     }
 }

@@ -40,6 +40,16 @@
 //! every later append get [`StorageError::Poisoned`]. A full disk met before any record of a
 //! batch was written is a refusal instead ([`StorageError::NoSpace`]): that batch fails, the
 //! partition takes the next one.
+//!
+//! # The log's lock
+//!
+//! The writer does not own the [`PartitionLog`]: it sits behind a mutex ([`SharedLog`]) that the
+//! partition's inline append takes too (a small WRITTEN or FORCED batch written on the caller's
+//! thread when nothing is queued; `docs/storage.md` § Inline appends). The writer holds the
+//! lock from the first command of a group to the end of the group's fsync, and for retention
+//! and closing; it never waits for a command while holding it. A FORCED batch written inline
+//! that cannot sync on its own thread sends [`Command::Sync`], which joins the next group: the
+//! group's fsync covers it, with nothing of its own to write.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -54,6 +64,16 @@ use tracing::{error, warn};
 
 use super::error::StorageError;
 use super::log::{Appended, PartitionLog};
+
+/// A partition's log, shared by its writer thread and the inline append. `None` once the writer
+/// has closed it (after its last group): nothing appends any more.
+pub(crate) type SharedLog = Arc<Mutex<Option<PartitionLog>>>;
+
+/// Locks `log`, whatever a panic elsewhere left (the log's own state says what is durable).
+pub(crate) fn lock_log(log: &SharedLog) -> std::sync::MutexGuard<'_, Option<PartitionLog>> {
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 use super::metrics::PartitionMetrics;
 use super::poison::Poison;
 
@@ -64,6 +84,9 @@ pub(crate) const MAX_GROUP_COMMANDS: usize = 1024;
 /// Where the writer sends an append's result.
 /// The [`Stamp`] is when the writer answered (the hop probe; zero-sized without it).
 pub(crate) type AppendReply = oneshot::Sender<(Result<Appended, StorageError>, Stamp)>;
+
+/// Where the writer says that everything written before a [`Command::Sync`] is durable.
+pub(crate) type SyncReply = oneshot::Sender<(Result<(), StorageError>, Stamp)>;
 
 /// What the writer is asked to do.
 #[derive(Debug)]
@@ -82,6 +105,10 @@ pub(crate) enum Command {
         /// When it was queued (the hop probe).
         queued: Stamp,
     },
+    /// Make everything written so far durable with the next group's fsync: a FORCED batch that
+    /// was written inline and could not sync on its caller's thread. Takes no place in the
+    /// queue (it carries no records).
+    Sync { reply: SyncReply },
     /// Apply retention now.
     EnforceRetention {
         reply: oneshot::Sender<Result<usize, StorageError>>,
@@ -278,13 +305,15 @@ impl WriterQueue {
 struct ForcedGroup {
     /// With when each batch was written (the hop probe).
     waiters: Vec<(AppendReply, Appended, Stamp)>,
+    /// Inline FORCED batches waiting for the group's fsync ([`Command::Sync`]).
+    syncs: Vec<SyncReply>,
 }
 
 /// The writer thread's state.
 #[derive(Debug)]
 pub(crate) struct Writer {
     pub(crate) label: String,
-    pub(crate) log: PartitionLog,
+    pub(crate) log: SharedLog,
     pub(crate) commands: mpsc::Receiver<Command>,
     pub(crate) poison: Arc<Poison>,
     pub(crate) metrics: Arc<PartitionMetrics>,
@@ -299,7 +328,7 @@ impl Writer {
             .spawn(move || self.run())
     }
 
-    fn run(mut self) -> Result<(), StorageError> {
+    fn run(self) -> Result<(), StorageError> {
         let mut next_retention = Instant::now() + self.retention_check_interval;
         let mut closing = false;
         while !closing {
@@ -314,32 +343,39 @@ impl Writer {
                 // Every sender is gone without a Close: stop the same way.
                 Err(RecvTimeoutError::Disconnected) => break,
             };
+            let mut guard = lock_log(&self.log);
+            let log = guard
+                .as_mut()
+                .expect("only the writer takes the log out, when it stops");
             let mut group = ForcedGroup::default();
-            closing = self.handle(first, &mut group);
+            closing = self.handle(log, first, &mut group);
             let mut handled = 1;
             while !closing && handled < MAX_GROUP_COMMANDS {
                 let Ok(command) = self.commands.try_recv() else {
                     break;
                 };
-                closing = self.handle(command, &mut group);
+                closing = self.handle(log, command, &mut group);
                 handled += 1;
             }
-            self.commit(group);
+            self.commit(log, group);
+            drop(guard);
             if Instant::now() >= next_retention {
                 self.retention();
                 next_retention = Instant::now() + self.retention_check_interval;
             }
         }
+        // Waits for an inline append in progress; after this nothing appends.
+        let log = lock_log(&self.log).take();
         self.poison.check()?;
-        let Self {
-            label, log, poison, ..
-        } = self;
+        let Some(log) = log else {
+            return Ok(());
+        };
         log.close()
-            .inspect_err(|error| poison_with(&poison, &label, error))
+            .inspect_err(|error| poison_with(&self.poison, &self.label, error))
     }
 
     /// Handles one command; true for `Close`.
-    fn handle(&mut self, command: Command, group: &mut ForcedGroup) -> bool {
+    fn handle(&self, log: &mut PartitionLog, command: Command, group: &mut ForcedGroup) -> bool {
         match command {
             Command::Append {
                 records,
@@ -351,7 +387,7 @@ impl Writer {
             } => {
                 let picked = queued.hop("b2 writer thread takes the batch from its queue");
                 let result = self.poison.check().and_then(|()| {
-                    self.log.append(&records).inspect_err(|error| {
+                    log.append(&records).inspect_err(|error| {
                         // A refusal is not a failure of the log.
                         if !error.is_refusal() {
                             self.poison_with(error);
@@ -367,6 +403,10 @@ impl Writer {
                         let _ = written.send(());
                     }
                 }
+                // The batch's memory goes first, then its room in the queue — before the answer,
+                // so a producer answered finds the partition idle and may append inline.
+                drop(records);
+                drop(slot);
                 match (ack, result, reply) {
                     (AckPolicy::Forced, Ok(appended), Some(reply)) => {
                         group.waiters.push((reply, appended, written_at));
@@ -379,22 +419,24 @@ impl Writer {
                     }
                     (_, Ok(_), None) => {}
                 }
-                // The batch's memory goes first, then its room in the queue.
-                drop(records);
-                drop(slot);
+                false
+            }
+            Command::Sync { reply } => {
+                group.syncs.push(reply);
                 false
             }
             Command::EnforceRetention { reply } => {
-                let _ = reply.send(self.enforce_retention());
+                let _ = reply.send(self.enforce_retention(log));
                 false
             }
             Command::Close => true,
         }
     }
 
-    /// One fsync for every FORCED append of the group, then their answers.
-    fn commit(&mut self, group: ForcedGroup) {
-        if group.waiters.is_empty() {
+    /// One fsync for every FORCED append of the group (and every inline FORCED batch written
+    /// before it), then their answers.
+    fn commit(&self, log: &mut PartitionLog, group: ForcedGroup) {
+        if group.waiters.is_empty() && group.syncs.is_empty() {
             return;
         }
         for (_, _, written_at) in &group.waiters {
@@ -404,40 +446,52 @@ impl Writer {
         let synced = self
             .poison
             .check()
-            .and_then(|()| self.log.sync().inspect_err(|error| self.poison_with(error)));
+            .and_then(|()| log.sync().inspect_err(|error| self.poison_with(error)));
         match synced {
             Ok(()) => {
                 let synced_at = syncing.hop("b5 writer: fsync (one per group)");
-                self.metrics.forced_group(group.waiters.len());
+                let covered = group.waiters.len() + log.take_forced_since_sync();
+                if covered > 0 {
+                    self.metrics.forced_group(covered);
+                }
                 for (reply, appended, _) in group.waiters {
                     let _ = reply.send((Ok(appended), synced_at));
+                }
+                for reply in group.syncs {
+                    let _ = reply.send((Ok(()), synced_at));
                 }
             }
             Err(error) => {
                 // The sync's own error, or the earlier poisoning that prevented it.
                 let cause = self.poison.cause().unwrap_or_else(|| error.to_string());
+                let poisoned = || StorageError::Poisoned {
+                    cause: cause.clone(),
+                };
                 for (reply, _, _) in group.waiters {
-                    let error = StorageError::Poisoned {
-                        cause: cause.clone(),
-                    };
-                    let _ = reply.send((Err(error), Stamp::now()));
+                    let _ = reply.send((Err(poisoned()), Stamp::now()));
+                }
+                for reply in group.syncs {
+                    let _ = reply.send((Err(poisoned()), Stamp::now()));
                 }
             }
         }
     }
 
-    fn enforce_retention(&mut self) -> Result<usize, StorageError> {
+    fn enforce_retention(&self, log: &mut PartitionLog) -> Result<usize, StorageError> {
         self.poison.check()?;
-        self.log
-            .enforce_retention(SystemTime::now())
+        log.enforce_retention(SystemTime::now())
             .inspect_err(|error| self.poison_with(error))
     }
 
-    fn retention(&mut self) {
+    fn retention(&self) {
         if self.poison.is_poisoned() {
             return;
         }
-        if let Err(error) = self.enforce_retention() {
+        let mut guard = lock_log(&self.log);
+        let Some(log) = guard.as_mut() else {
+            return;
+        };
+        if let Err(error) = self.enforce_retention(log) {
             error!(partition = %self.label, %error, "retention failed");
         }
     }
@@ -447,7 +501,8 @@ impl Writer {
     }
 }
 
-fn poison_with(poison: &Poison, label: &str, error: &StorageError) {
+/// Poisons with `error` (the first cause wins) and says so once.
+pub(crate) fn poison_with(poison: &Poison, label: &str, error: &StorageError) {
     if poison.set(error) {
         error!(
             partition = %label,

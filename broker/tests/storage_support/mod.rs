@@ -132,3 +132,15 @@ pub fn read_all(partition: &Partition) -> Vec<(i64, Vec<u8>)> {
     }
     out
 }
+
+/// Waits (at most 10 s) until `partition` is idle: nothing queued, the writer thread between
+/// groups. What an append needs to be written inline.
+pub async fn wait_until_idle(partition: &booblik_broker::storage::Partition) {
+    for _ in 0..10_000 {
+        if partition.is_idle() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("the partition stayed busy for 10 s");
+}
