@@ -368,35 +368,6 @@ impl ActiveSegment {
         Ok(())
     }
 
-    /// The first half of [`ActiveSegment::sync`], for a caller that lets go of the log while
-    /// the disk works: the `msync` of the dirty range now (MAPPED; it does not wait), and what
-    /// the `fdatasync` to follow ([`SyncTicket::run`]) covers. `None` when nothing was written
-    /// since the last sync. Bytes written after this call are not covered by that ticket.
-    pub(crate) fn begin_sync(&mut self) -> Result<Option<SyncTicket>, StorageError> {
-        let end = self.written.position;
-        if end == self.synced_position {
-            return Ok(None);
-        }
-        if let Some(mapping) = &self.mapping {
-            let from = self.synced_position as usize;
-            self.io
-                .flush_mapped(mapping.range(from, end as usize - from))
-                .context(|| format!("msync of {}", self.segment.path().display()))?;
-        }
-        Ok(Some(SyncTicket {
-            segment: Arc::clone(&self.segment),
-            position: end,
-            log_bytes_end: self.log_bytes_end(),
-        }))
-    }
-
-    /// Takes note of a ticket whose `fdatasync` returned, so the next sync does not repeat it.
-    pub(crate) fn finish_sync(&mut self, ticket: &SyncTicket) {
-        if Arc::ptr_eq(&self.segment, &ticket.segment) {
-            self.synced_position = self.synced_position.max(ticket.position);
-        }
-    }
-
     /// Ends appending to this segment (a roll, or closing): publishes, syncs, and in MAPPED mode
     /// unmaps and trims the file to the bytes written, so a sealed segment looks the same in both
     /// modes. Idempotent.
@@ -415,25 +386,6 @@ impl ActiveSegment {
             self.allocated_bytes = u64::from(self.written.position);
         }
         Ok(())
-    }
-}
-
-/// An `fdatasync` to run without the log's lock: [`ActiveSegment::begin_sync`].
-#[derive(Debug)]
-pub(crate) struct SyncTicket {
-    /// The segment to sync. Held, so a roll or retention meanwhile cannot close its file.
-    segment: Arc<Segment>,
-    /// Its bytes up to here were written before the ticket was cut.
-    position: u32,
-    /// The same point as a byte count of the whole log: what the durable mark may rise to once
-    /// the `fdatasync` returned.
-    pub(crate) log_bytes_end: u64,
-}
-
-impl SyncTicket {
-    /// The `fdatasync` (through the I/O seam, like every sync).
-    pub(crate) fn run(&self, durability: &Durability) -> Result<(), StorageError> {
-        durability.sync_data(self.segment.file(), self.segment.path())
     }
 }
 

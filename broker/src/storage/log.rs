@@ -38,7 +38,7 @@ use std::time::SystemTime;
 use booblik_protocol::{RecordSet, record_bytes};
 use tracing::info;
 
-use super::active::{ActiveSegment, SyncTicket};
+use super::active::ActiveSegment;
 use super::config::WriteMode;
 use super::durability::Durability;
 use super::error::{IoContext, StorageError};
@@ -174,16 +174,6 @@ impl PartitionLog {
     pub(crate) fn takes_without_roll(&self, records: &RecordSet) -> bool {
         self.active
             .takes_without_roll_or_reservation(records.log_bytes() as u64)
-    }
-
-    /// [`ActiveSegment::begin_sync`]: the `msync` now, the `fdatasync` for later, off the lock.
-    pub(crate) fn begin_sync(&mut self) -> Result<Option<SyncTicket>, StorageError> {
-        self.active.begin_sync()
-    }
-
-    /// A ticket's `fdatasync` returned: the next sync need not repeat it.
-    pub(crate) fn finish_sync(&mut self, ticket: &SyncTicket) {
-        self.active.finish_sync(ticket);
     }
 
     /// Counts a FORCED batch written inline that the next sync covers.

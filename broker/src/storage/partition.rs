@@ -60,14 +60,8 @@ pub struct Partition {
     queue: WriterQueue,
     /// The log, shared with the writer thread: the inline append takes it with `try_lock`.
     log: SharedLog,
-    /// Bytes of the log a completed fsync covers (raised by the log under its lock, and by an
-    /// inline sync's leader after its `fdatasync` returned).
+    /// Bytes of the log a completed fsync covers (raised by the log under its lock).
     durable_log_bytes: Arc<AtomicU64>,
-    /// Inline syncs take turns: one `fdatasync` at a time, each covering every batch written
-    /// before it started (`sync_as_leader`).
-    sync_leader: Mutex<()>,
-    /// The log's durability (I/O seam and fsync metrics), for the inline sync's `fdatasync`.
-    durability: Durability,
     /// Inline appends being written now (at most one: they hold the lock); counted in
     /// `PartitionStats::queued_appends`.
     inline_in_progress: AtomicUsize,
@@ -112,7 +106,7 @@ impl Partition {
                 retention_ms: config.retention_ms,
             },
         };
-        let log = PartitionLog::open(dir, settings, durability.clone())?;
+        let log = PartitionLog::open(dir, settings, durability)?;
         let view = Arc::clone(log.view());
         let durable_log_bytes = Arc::clone(log.durable_log_bytes());
         let log: SharedLog = Arc::new(Mutex::new(Some(log)));
@@ -136,8 +130,6 @@ impl Partition {
             queue,
             log,
             durable_log_bytes,
-            sync_leader: Mutex::new(()),
-            durability,
             inline_in_progress: AtomicUsize::new(0),
             poison,
             metrics,
@@ -300,9 +292,12 @@ impl Partition {
             written_at.hop("b5c inline FORCED: already covered by another fsync");
             return Ok(());
         }
-        if self.queue.queued() == 0 && may_block_in_place() {
+        if self.queue.queued() == 0
+            && may_block_in_place()
+            && let Ok(guard) = self.log.try_lock()
+        {
             return tokio::task::block_in_place(move || {
-                self.sync_as_leader(log_bytes_end, written_at)
+                self.sync_inline(guard, log_bytes_end, written_at)
             });
         }
         let (reply, answer) = oneshot::channel();
@@ -319,77 +314,6 @@ impl Partition {
             Ok(())
         } else {
             Err(self.stopped())
-        }
-    }
-
-    /// The fsync of an inline FORCED batch on the caller's thread, as one leader of a group
-    /// commit: leaders take turns (`sync_leader`), and a caller whose bytes the previous
-    /// leader's fsync (or the writer's) covered returns without one. The leader holds the log's
-    /// lock only to cut its [`SyncTicket`] (the `msync`, which does not wait): the `fdatasync`
-    /// runs without it, so batches keep being appended inline meanwhile — the next leader's
-    /// fsync covers them — instead of queueing to the writer thread behind a held lock.
-    fn sync_as_leader(&self, log_bytes_end: u64, written_at: Stamp) -> Result<(), StorageError> {
-        let _turn = self
-            .sync_leader
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.is_durable(log_bytes_end) {
-            written_at.hop("b5c inline FORCED: already covered by another fsync");
-            return Ok(());
-        }
-        let (ticket, group) = {
-            // A lock poisoned by a panic (the writer's): the partition is not usable.
-            let Ok(mut guard) = self.log.lock() else {
-                return Err(self.stopped());
-            };
-            if self.is_durable(log_bytes_end) {
-                written_at.hop("b5c inline FORCED: already covered by another fsync");
-                return Ok(());
-            }
-            let Some(log) = guard.as_mut() else {
-                // Closed: the writer's final sync failed, or the partition is poisoned.
-                return Err(self.stopped());
-            };
-            self.poison.check()?;
-            match log.begin_sync() {
-                Ok(Some(ticket)) => (ticket, log.take_forced_since_sync().max(1)),
-                // Nothing unsynced in the active segment, yet the mark is short (cannot happen:
-                // every sync raises it): the full sync under the lock decides.
-                Ok(None) => return self.sync_inline(guard, log_bytes_end, written_at),
-                Err(error) => {
-                    poison_with(&self.poison, &self.label(), &error);
-                    return Err(self.poisoned_by(&error));
-                }
-            }
-        };
-        debug_assert!(ticket.log_bytes_end >= log_bytes_end);
-        let syncing = written_at.hop("b4i inline FORCED: written -> its fsync starts");
-        match ticket.run(&self.durability) {
-            Ok(()) => {
-                syncing.hop("b5i caller's thread: inline fsync");
-                self.durable_log_bytes
-                    .fetch_max(ticket.log_bytes_end, Ordering::Release);
-                self.metrics.synced_inline();
-                self.metrics.forced_group(group);
-                // Only saves the next sync a repeat; skipped when the writer holds the lock.
-                if let Ok(mut guard) = self.log.try_lock()
-                    && let Some(log) = guard.as_mut()
-                {
-                    log.finish_sync(&ticket);
-                }
-                Ok(())
-            }
-            Err(error) => {
-                poison_with(&self.poison, &self.label(), &error);
-                Err(self.poisoned_by(&error))
-            }
-        }
-    }
-
-    /// The error a failed sync answers with: the partition's poison cause.
-    fn poisoned_by(&self, error: &StorageError) -> StorageError {
-        StorageError::Poisoned {
-            cause: self.poison.cause().unwrap_or_else(|| error.to_string()),
         }
     }
 
