@@ -159,9 +159,9 @@ struct QueueArgs {
     arrival: Vec<Arrival>,
     /// Workers per pool to sweep (booblik): the members of a pool share one pair of followers
     /// (`booblik_samples::queue::worker::WorkerPool`); 1 runs every worker with its own. A value
-    /// at or above a run's worker count puts all its workers in one pool. `1,30` runs
-    /// independent workers and one pool side by side.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize], value_parser = parse_pool)]
+    /// at or above a run's worker count puts all its workers in one pool, so the default runs
+    /// independent workers and one pool per process side by side at every worker count.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, MAX_POOL_WORKERS], value_parser = parse_pool)]
     pool: Vec<usize>,
     /// Peer queues to run the same scenarios against, beside booblik: redis, redis-fsync,
     /// postgres, postgres-async, jetstream-workqueue. The harness starts each server from its

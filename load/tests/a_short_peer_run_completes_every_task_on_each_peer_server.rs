@@ -26,6 +26,8 @@ fn a_short_peer_run_completes_every_task_on_each_peer_server() {
         "5",
         "--max-run-s",
         "30",
+        "--pool",
+        "1",
     ]);
     let report = run_report(dir.path(), &args);
     assert_baseline(&report);

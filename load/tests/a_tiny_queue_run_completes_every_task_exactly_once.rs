@@ -35,6 +35,8 @@ fn a_tiny_run_with_pick(pick: &str) {
             "--repetitions",
             "1",
             "--no-extra-queue-runs",
+            "--pool",
+            "1",
         ],
     );
     assert_baseline(&report);

@@ -103,6 +103,8 @@ pub fn run_stall_chaos(dir: &Path, engine: &[&str], systems: &[&str]) -> Vec<Val
         "stall",
         "--max-run-s",
         "60",
+        "--pool",
+        "1",
     ]);
     let report = run_report(dir, &args);
     let runs = report["runs"].as_array().expect("runs is an array").clone();
