@@ -14,10 +14,7 @@ async fn written_and_forced_produces_to_an_idle_partition_are_appended_by_the_se
     let broker = TestBroker::start().await;
     let partition = std::sync::Arc::clone(broker.broker.storage().partition("solo", 0).unwrap());
     let mut conn = broker.connect().await;
-    // A first batch: in MAPPED mode it reserves the segment's first disk blocks (`fallocate`),
-    // which is the writer thread's work.
-    conn.produce("solo", 0, &[b"first"]).await;
-    support::wait_until_idle(&partition).await;
+    support::idle_after_a_first_produce(&mut conn, &partition).await;
     let before = partition.stats();
 
     let written = conn

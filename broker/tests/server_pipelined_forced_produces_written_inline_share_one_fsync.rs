@@ -19,10 +19,7 @@ async fn pipelined_forced_produces_written_inline_share_one_fsync() {
     let broker = TestBroker::start().await;
     let partition = std::sync::Arc::clone(broker.broker.storage().partition("solo", 0).unwrap());
     let mut conn = broker.connect().await;
-    // A first batch: in MAPPED mode it reserves the segment's first disk blocks (`fallocate`),
-    // which is the writer thread's work.
-    conn.produce("solo", 0, &[b"first"]).await;
-    support::wait_until_idle(&partition).await;
+    support::idle_after_a_first_produce(&mut conn, &partition).await;
     let before = partition.stats();
 
     let mut bytes = Vec::new();

@@ -21,13 +21,7 @@ async fn a_failed_inline_fsync_fails_its_append_and_refuses_every_later_append()
         let storage = open(&config).unwrap();
         let partition = partition(&storage);
 
-        // A first batch: in MAPPED mode it reserves the segment's first disk blocks
-        // (`fallocate`), which is the writer thread's work.
-        partition
-            .append(records(&[b"first"]), AckPolicy::Written)
-            .await
-            .unwrap();
-        storage_support::wait_until_idle(&partition).await;
+        storage_support::idle_after_a_first_batch(&partition).await;
         let appender = Arc::clone(&partition);
         let (cause, later) = tokio::spawn(async move {
             appender

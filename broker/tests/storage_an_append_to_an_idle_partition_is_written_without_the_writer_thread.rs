@@ -20,13 +20,7 @@ async fn written_and_forced_appends_to_an_idle_partition_are_done_on_the_callers
         let dir = tempfile::tempdir().unwrap();
         let storage = open(&config(dir.path(), mode, 1024 * 1024)).unwrap();
         let partition = partition(&storage);
-        // A first batch: in MAPPED mode it reserves the segment's first disk blocks
-        // (`fallocate`), which is the writer thread's work.
-        partition
-            .append(records(&[b"first"]), AckPolicy::Written)
-            .await
-            .unwrap();
-        storage_support::wait_until_idle(&partition).await;
+        storage_support::idle_after_a_first_batch(&partition).await;
         let before = partition.stats();
 
         // A spawned task: the test body itself runs in `block_on`, not on a worker thread.

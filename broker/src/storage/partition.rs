@@ -288,8 +288,7 @@ impl Partition {
         log_bytes_end: u64,
         written_at: Stamp,
     ) -> Result<(), StorageError> {
-        if self.is_durable(log_bytes_end) {
-            written_at.hop("b5c inline FORCED: already covered by another fsync");
+        if self.covered(log_bytes_end, written_at) {
             return Ok(());
         }
         if self.queue.queued() == 0
@@ -325,8 +324,7 @@ impl Partition {
         log_bytes_end: u64,
         written_at: Stamp,
     ) -> Result<(), StorageError> {
-        if self.is_durable(log_bytes_end) {
-            written_at.hop("b5c inline FORCED: already covered by another fsync");
+        if self.covered(log_bytes_end, written_at) {
             return Ok(());
         }
         let Some(log) = guard.as_mut() else {
@@ -351,6 +349,15 @@ impl Partition {
                 cause: self.poison.cause().unwrap_or_else(|| error.to_string()),
             }),
         }
+    }
+
+    /// [`Partition::is_durable`], stamping the hop probe when it is.
+    fn covered(&self, log_bytes_end: u64, written_at: Stamp) -> bool {
+        let durable = self.is_durable(log_bytes_end);
+        if durable {
+            written_at.hop("b5c inline FORCED: already covered by another fsync");
+        }
+        durable
     }
 
     /// True once a completed fsync covers the log up to `log_bytes_end`.

@@ -133,14 +133,19 @@ pub fn read_all(partition: &Partition) -> Vec<(i64, Vec<u8>)> {
     out
 }
 
-/// Waits (at most 10 s) until `partition` is idle: nothing queued, the writer thread between
-/// groups. What an append needs to be written inline.
-pub async fn wait_until_idle(partition: &booblik_broker::storage::Partition) {
-    for _ in 0..10_000 {
-        if partition.is_idle() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-    panic!("the partition stayed busy for 10 s");
+// A test that takes both `support` and `storage_support` loads this file twice, once in each.
+#[allow(clippy::duplicate_mod)]
+#[path = "../idle_support/mod.rs"]
+mod idle_support;
+pub use idle_support::wait_until_idle;
+
+/// Appends a first WRITTEN batch and waits until the partition is idle again. In MAPPED mode
+/// the first batch reserves the segment's first disk blocks (`fallocate`), which is the writer
+/// thread's work; the batches after it can be written inline.
+pub async fn idle_after_a_first_batch(partition: &Partition) {
+    partition
+        .append(records(&[b"first"]), booblik_protocol::AckPolicy::Written)
+        .await
+        .unwrap();
+    wait_until_idle(partition).await;
 }

@@ -273,14 +273,19 @@ pub fn raw_frame(api_key: i16, api_version: i16, correlation_id: i32, body: &[u8
     out
 }
 
-/// Waits (at most 10 s) until `partition` is idle: nothing queued, the writer thread between
-/// groups. What an append needs to be written inline.
-pub async fn wait_until_idle(partition: &booblik_broker::storage::Partition) {
-    for _ in 0..10_000 {
-        if partition.is_idle() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-    panic!("the partition stayed busy for 10 s");
+// A test that takes both `support` and `storage_support` loads this file twice, once in each.
+#[allow(clippy::duplicate_mod)]
+#[path = "../idle_support/mod.rs"]
+mod idle_support;
+pub use idle_support::wait_until_idle;
+
+/// Produces a first batch to `solo`/0 over `conn` and waits until `partition` (that partition)
+/// is idle again. In MAPPED mode the first batch reserves the segment's first disk blocks
+/// (`fallocate`), which is the writer thread's work; the batches after it can be appended inline.
+pub async fn idle_after_a_first_produce(
+    conn: &mut RawConn,
+    partition: &booblik_broker::storage::Partition,
+) {
+    conn.produce("solo", 0, &[b"first"]).await;
+    wait_until_idle(partition).await;
 }
