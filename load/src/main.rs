@@ -44,7 +44,9 @@ use crate::machine::Machine;
 use crate::progress::Progress;
 use crate::queue::peers::{Peer, PeerServers, ServerUrls};
 use crate::queue::run::QueueOutcome;
-use crate::queue::{Arrival, ChaosConfig, ChaosMode, PickArg, QueueRunConfig, System};
+use crate::queue::{
+    Arrival, ChaosConfig, ChaosMode, PickArg, PoolConnection, QueueRunConfig, System,
+};
 use crate::report::{Report, Run};
 use booblik_samples::engine::EngineKind;
 use booblik_samples::queue::worker::MAX_POOL_WORKERS;
@@ -163,6 +165,10 @@ struct QueueArgs {
     /// independent workers and one pool per process side by side at every worker count.
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, MAX_POOL_WORKERS], value_parser = parse_pool)]
     pool: Vec<usize>,
+    /// Where pooled workers send their appends, swept: `own` (a connection each) or `shared`
+    /// (their pool's connection, so the broker reads the members' claims from one socket).
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["own"])]
+    pool_connection: Vec<PoolConnection>,
     /// Peer queues to run the same scenarios against, beside booblik: redis, redis-fsync,
     /// postgres, postgres-async, jetstream-workqueue. The harness starts each server from its
     /// installed binary (redis-server; PostgreSQL's initdb and postgres; a 3-node nats-server
@@ -279,6 +285,7 @@ impl QueueArgs {
             },
             workers: 0,
             pool: 1,
+            pool_connection: PoolConnection::Own,
             pick: PickArg::Random,
             arrival: Arrival::Backlog,
             tasks: 0,
@@ -319,15 +326,31 @@ impl QueueArgs {
         let mut configs = Vec::new();
         for config in queue::sweep(&self.workers, &self.pick, &self.arrival, self.template()) {
             for &pool in &self.pool {
-                let pooled = QueueRunConfig {
-                    pool: pool.min(config.workers),
-                    ..config
+                let pool = pool.min(config.workers);
+                // Independent workers have no pool connection to share.
+                let connections = if pool > 1 {
+                    self.pool_connection.clone()
+                } else {
+                    vec![PoolConnection::Own]
                 };
-                if !configs.iter().any(|c: &QueueRunConfig| {
-                    (c.workers, c.pick, c.arrival, c.pool)
-                        == (pooled.workers, pooled.pick, pooled.arrival, pooled.pool)
-                }) {
-                    configs.push(pooled);
+                for pool_connection in connections {
+                    let pooled = QueueRunConfig {
+                        pool,
+                        pool_connection,
+                        ..config
+                    };
+                    if !configs.iter().any(|c: &QueueRunConfig| {
+                        (c.workers, c.pick, c.arrival, c.pool, c.pool_connection)
+                            == (
+                                pooled.workers,
+                                pooled.pick,
+                                pooled.arrival,
+                                pooled.pool,
+                                pooled.pool_connection,
+                            )
+                    }) {
+                        configs.push(pooled);
+                    }
                 }
             }
         }

@@ -8,7 +8,9 @@
 //!   above 0, duplicate effects 0). The followers run on the pool's own thread, so the freeze
 //!   stops neither them nor the siblings.
 //!
-//! Both runs report `pool = 3` and pass the verifier over both logs.
+//! The crash runs once with each member on a connection of its own and once with every member
+//! appending through the pool's connection (`--pool-connection shared`). Every run reports
+//! `pool = 3` and passes the verifier over both logs.
 
 mod support;
 
@@ -19,12 +21,14 @@ use support::{backlog_queue, integer, run_report};
 
 const TASKS: u64 = 60;
 
-fn pooled_run(dir: &Path, chaos: &str) -> Value {
+fn pooled_run(dir: &Path, chaos: &str, connection: &str) -> Value {
     let tasks = TASKS.to_string();
     let mut args = backlog_queue(&tasks);
     args.extend_from_slice(&[
         "--pool",
         "3",
+        "--pool-connection",
+        connection,
         "--work-ms",
         "20",
         "--chaos",
@@ -55,18 +59,11 @@ fn pooled_run(dir: &Path, chaos: &str) -> Value {
 fn a_pool_of_workers_completes_every_task_once_through_a_crash_and_a_stall() {
     let dir = tempfile::tempdir().unwrap();
 
-    let crash = pooled_run(dir.path(), "crash");
-    assert!(integer(&crash, "workers_killed") > 0, "a member was killed");
-    assert!(
-        integer(&crash, "workers_replaced") > 0,
-        "a replacement joined the pool"
-    );
-    assert!(
-        integer(&crash, "expired_leases") > 0,
-        "the dead member's task was taken over after its lease"
-    );
+    for connection in ["own", "shared"] {
+        killed_members_are_replaced(&pooled_run(dir.path(), "crash", connection));
+    }
 
-    let stall = pooled_run(dir.path(), "stall");
+    let stall = pooled_run(dir.path(), "stall", "own");
     assert!(
         integer(&stall, "workers_stalled") > 0,
         "a member was frozen"
@@ -74,5 +71,17 @@ fn a_pool_of_workers_completes_every_task_once_through_a_crash_and_a_stall() {
     assert!(
         integer(&stall, "refused_effects") > 0,
         "the frozen member's late effect was refused by the fenced sink"
+    );
+}
+
+fn killed_members_are_replaced(crash: &Value) {
+    assert!(integer(crash, "workers_killed") > 0, "a member was killed");
+    assert!(
+        integer(crash, "workers_replaced") > 0,
+        "a replacement joined the pool"
+    );
+    assert!(
+        integer(crash, "expired_leases") > 0,
+        "the dead member's task was taken over after its lease"
     );
 }

@@ -172,6 +172,8 @@ pub struct QueueRunConfig {
     /// Workers per [`WorkerPool`](booblik_samples::queue::worker::WorkerPool) (booblik only):
     /// members of a pool share one pair of followers. 1: every worker has its own followers.
     pub pool: usize,
+    /// Whether a pool's members append through the pool's own connection instead of one each.
+    pub pool_connection: PoolConnection,
     /// Pick strategy (booblik only: a peer's server hands out tasks itself).
     pub pick: PickArg,
     /// Arrival pattern.
@@ -208,6 +210,9 @@ pub struct QueueRun {
     pub workers: usize,
     /// Workers sharing one set of followers (1: every worker has its own).
     pub pool: u64,
+    /// `"own"`: each pooled worker appends through a connection of its own; `"shared"`: through
+    /// its pool's connection. `"own"` for independent workers and peers.
+    pub pool_connection: PoolConnection,
     /// `first` or `random` (booblik); null for a peer, whose server picks.
     pub pick: Option<PickArg>,
     /// `backlog` or `trickle`.
@@ -350,12 +355,25 @@ pub fn sweep(
     configs
 }
 
-/// ` pool N` for workers sharing followers in pools of N; nothing for independent workers.
-pub fn pool_suffix(pool: u64) -> String {
-    if pool > 1 {
-        format!(" pool{pool}")
-    } else {
-        String::new()
+/// Where a pool's members send their appends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolConnection {
+    /// Each member its own connection (and, on booblik, its own broker session).
+    Own,
+    /// Every member through the pool's connection, whose tasks run on the pool's thread: the
+    /// broker reads the members' claims from one socket, so they share its fsyncs as a
+    /// pipeline does, at the price of a hand-off between threads per request.
+    Shared,
+}
+
+/// ` poolN` for workers sharing followers in pools of N (` poolN shared-conn` when they share
+/// the pool's connection too); nothing for independent workers.
+pub fn pool_suffix(pool: u64, connection: PoolConnection) -> String {
+    match (pool > 1, connection) {
+        (false, _) => String::new(),
+        (true, PoolConnection::Own) => format!(" pool{pool}"),
+        (true, PoolConnection::Shared) => format!(" pool{pool} shared-conn"),
     }
 }
 
@@ -370,7 +388,7 @@ pub fn label(config: &QueueRunConfig) -> String {
             } else {
                 "written"
             },
-            pool_suffix(config.pool as u64)
+            pool_suffix(config.pool as u64, config.pool_connection)
         ),
         System::Peer(_) => String::new(),
     };

@@ -57,7 +57,7 @@ pub fn variant(run: &QueueRun) -> String {
             run.system,
             ack.name(),
             pick.name(),
-            super::pool_suffix(run.pool)
+            super::pool_suffix(run.pool, run.pool_connection)
         ),
         _ => run.system.to_owned(),
     }

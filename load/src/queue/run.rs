@@ -38,7 +38,7 @@ use super::effects::Effects;
 use super::observer::{FinishedTally, Observer};
 use super::tally::Tally;
 use super::thread::{Joined, WorkerThread};
-use super::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig, arrival};
+use super::{Arrival, ChaosMode, PoolConnection, QueueRatios, QueueRun, QueueRunConfig, arrival};
 use crate::baseline::Baseline;
 use crate::broker_host::BrokerSpec;
 use crate::cpu;
@@ -252,7 +252,9 @@ async fn conduct(
             } else {
                 slot % pools.len()
             };
-            pools[index].pool.clone()
+            let engine = (config.pool_connection == PoolConnection::Shared)
+                .then(|| Arc::clone(&pools[index].engine));
+            (pools[index].pool.clone(), engine)
         });
         start_worker(
             Arc::clone(&backend.connect),
@@ -438,6 +440,7 @@ async fn conduct(
         repetition: config.repetition,
         workers: config.workers,
         pool: config.pool as u64,
+        pool_connection: config.pool_connection,
         pick: Some(config.pick),
         arrival: config.arrival,
         claim_ack: Some(config.claim_ack),
@@ -516,6 +519,9 @@ fn booblik_work(
 /// A [`WorkerPool`] whose followers run on a thread of their own until [`PoolThread::stop`].
 struct PoolThread {
     pool: WorkerPool,
+    /// The pool's engine (its connections run on the pool's thread): members append through it
+    /// with `--pool-connection shared`.
+    engine: Arc<dyn LogEngine>,
     stop: oneshot::Sender<()>,
     thread: WorkerThread<()>,
     index: usize,
@@ -546,8 +552,8 @@ async fn start_pool(
     let (stop, stopped) = oneshot::channel::<()>();
     let thread = WorkerThread::spawn(format!("booblik-pool{index}"), move |kill| async move {
         let engine = connect().await?;
-        let pool = WorkerPool::start(engine, &template).await?;
-        let _ = started_tx.send(pool.clone());
+        let pool = WorkerPool::start(Arc::clone(&engine), &template).await?;
+        let _ = started_tx.send((pool.clone(), engine));
         tokio::select! {
             _ = stopped => {}
             _ = kill => {}
@@ -556,8 +562,9 @@ async fn start_pool(
         Ok(())
     })?;
     match started_rx.await {
-        Ok(pool) => Ok(PoolThread {
+        Ok((pool, engine)) => Ok(PoolThread {
             pool,
+            engine,
             stop,
             thread,
             index,
@@ -577,7 +584,7 @@ async fn start_pool(
 async fn start_worker(
     connect: ConnectEngine,
     config: WorkerConfig,
-    pool: Option<WorkerPool>,
+    pool: Option<(WorkerPool, Option<Arc<dyn LogEngine>>)>,
     slot: usize,
     events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
     mut shutdown: watch::Receiver<bool>,
@@ -586,10 +593,14 @@ async fn start_worker(
 ) -> anyhow::Result<Slot> {
     let (started_tx, started_rx) = oneshot::channel();
     let thread = WorkerThread::spawn(format!("booblik-w{slot}"), move |kill| async move {
-        let engine = connect().await?;
         let mut worker = match pool {
-            Some(pool) => pool.start_worker_with_work(engine, config, work).await?,
-            None => Worker::start_with_work(engine, config, work).await?,
+            // The pool's connection: its tasks run on the pool's thread, not this one.
+            Some((pool, Some(engine))) => pool.start_worker_with_work(engine, config, work).await?,
+            Some((pool, None)) => {
+                pool.start_worker_with_work(connect().await?, config, work)
+                    .await?
+            }
+            None => Worker::start_with_work(connect().await?, config, work).await?,
         };
         let mut events = worker.events().context("a new worker's events")?;
         tokio::spawn(async move {

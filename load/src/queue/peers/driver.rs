@@ -701,6 +701,7 @@ async fn conduct(
         repetition: config.repetition,
         workers: config.workers,
         pool: 1,
+        pool_connection: crate::queue::PoolConnection::Own,
         pick: None,
         arrival: config.arrival,
         claim_ack: None,
