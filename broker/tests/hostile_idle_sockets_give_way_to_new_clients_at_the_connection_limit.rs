@@ -3,6 +3,9 @@
 //! longest-idle connection — oldest first — and its METADATA is answered; the parked long polls
 //! (requests in flight, so never idle) stay open and are answered when a record arrives.
 //!
+//! Each eviction is counted (`booblik_connections_evicted_total`, read from a Prometheus recorder
+//! installed in this test's process).
+//!
 //! Before eviction existed, a new client at the limit was closed at once until the idle
 //! sockets' own timeout (ten minutes by default) closed them.
 
@@ -34,6 +37,10 @@ const STAYS_OPEN: Duration = Duration::from_millis(200);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_give_way_to_new_clients_and_parked_long_polls_are_still_answered() {
     watch_panics();
+    // This test binary is a process of its own: the global recorder sees only this broker.
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("the only recorder of this test process");
     let broker = TestBroker::start_with(|config| {
         config.max_connections = MAX_CONNECTIONS;
         config.idle_timeout_ms = TIMEOUT_MS;
@@ -100,5 +107,15 @@ async fn idle_sockets_give_way_to_new_clients_and_parked_long_polls_are_still_an
     for client in &mut clients {
         client.metadata(&[]).await.expect_ok();
     }
+    let evicted = recorder
+        .render()
+        .lines()
+        .find_map(|line| line.strip_prefix("booblik_connections_evicted_total "))
+        .map(|count| count.trim().to_owned());
+    assert_eq!(
+        evicted.as_deref(),
+        Some(NEW_CLIENTS.to_string().as_str()),
+        "one eviction counted per new client"
+    );
     assert_no_panics();
 }
