@@ -49,11 +49,122 @@ fn verdict(target: &str, measured: Option<(String, bool)>) -> Verdict {
     }
 }
 
+/// Durable peers the queue's FORCED claims are judged against (issue 19).
+const DURABLE_PEERS: [&str; 2] = ["redis-fsync", "postgres"];
+
+/// A figure's median over the runs `pick` takes it from.
+fn median_of(runs: &[&QueueRun], figure: impl Fn(&QueueRun) -> f64) -> f64 {
+    crate::queue::report::median(&runs.iter().map(|r| figure(r)).collect::<Vec<_>>())
+}
+
+/// Issue 19's targets, per backlog scenario without chaos that has durable peers: each booblik
+/// FORCED variant with the random pick (independent, pooled, pooled on one connection) against
+/// the peers' medians over the repetitions — claim p50 and p99 no higher than either peer's,
+/// tasks/s no lower than redis-fsync's — and, at 3 workers, claim p50 ≤ 1.5 × (loopback RTT p50
+/// + fsync p50) of the invocation.
+fn against_the_peers(report: &Report, out: &mut Vec<Verdict>) {
+    let queue: Vec<&QueueRun> = report.runs.iter().filter_map(Run::as_queue).collect();
+    let floor_us = 1.5 * (report.baseline.rtt_us_p50 + report.baseline.fsync_us_p50);
+    let mut scenarios: Vec<(usize, u64)> = Vec::new();
+    for r in &queue {
+        let key = (r.workers, r.work_ms);
+        if r.arrival == Arrival::Backlog && r.chaos.is_none() && !scenarios.contains(&key) {
+            scenarios.push(key);
+        }
+    }
+    for (workers, work_ms) in scenarios {
+        let of = |system: &str| -> Vec<&QueueRun> {
+            queue
+                .iter()
+                .copied()
+                .filter(|r| {
+                    r.system == system
+                        && r.workers == workers
+                        && r.work_ms == work_ms
+                        && r.arrival == Arrival::Backlog
+                        && r.chaos.is_none()
+                        && r.claim_latency_samples > 0
+                })
+                .collect()
+        };
+        let peers: Vec<(&str, Vec<&QueueRun>)> = DURABLE_PEERS
+            .iter()
+            .map(|name| (*name, of(name)))
+            .filter(|(_, runs)| !runs.is_empty())
+            .collect();
+        if peers.is_empty() {
+            continue;
+        }
+        let booblik: Vec<&QueueRun> = of("booblik")
+            .into_iter()
+            .filter(|r| r.claim_ack == Some(Ack::Forced) && r.pick == Some(PickArg::Random))
+            .collect();
+        let mut variants: Vec<String> = Vec::new();
+        for r in &booblik {
+            let v = crate::queue::report::variant(r);
+            if !variants.contains(&v) {
+                variants.push(v);
+            }
+        }
+        for variant in variants {
+            let mine: Vec<&QueueRun> = booblik
+                .iter()
+                .copied()
+                .filter(|r| crate::queue::report::variant(r) == variant)
+                .collect();
+            let (p50, p99) = (
+                median_of(&mine, |r| r.claim_latency_us.p50),
+                median_of(&mine, |r| r.claim_latency_us.p99),
+            );
+            let scenario = format!("{workers} workers, backlog, {work_ms} ms work, {variant}");
+            let mut measured = format!("claim p50 / p99 {p50:.0} / {p99:.0} µs");
+            let mut met = true;
+            for (name, runs) in &peers {
+                let (peer_p50, peer_p99) = (
+                    median_of(runs, |r| r.claim_latency_us.p50),
+                    median_of(runs, |r| r.claim_latency_us.p99),
+                );
+                let _ = write!(measured, "; {name} {peer_p50:.0} / {peer_p99:.0}");
+                met &= p50 <= peer_p50 && p99 <= peer_p99;
+            }
+            out.push(Verdict {
+                target: format!(
+                    "{scenario}: claim p50 and p99 ≤ every durable peer's (medians of the repetitions)"
+                ),
+                measured,
+                met: Some(met),
+            });
+            if let Some((_, redis)) = peers.iter().find(|(name, _)| *name == "redis-fsync") {
+                let (tps, peer_tps) = (
+                    median_of(&mine, |r| r.tasks_per_s),
+                    median_of(redis, |r| r.tasks_per_s),
+                );
+                out.push(Verdict {
+                    target: format!("{scenario}: tasks/s ≥ redis-fsync's"),
+                    measured: format!("{tps:.0} against {peer_tps:.0}"),
+                    met: Some(tps >= peer_tps),
+                });
+            }
+            if workers == 3 {
+                out.push(Verdict {
+                    target: format!("{scenario}: claim p50 ≤ 1.5 × (loopback RTT p50 + fsync p50)"),
+                    measured: format!(
+                        "{p50:.0} µs = {:.2} × that floor ({floor_us:.0} µs)",
+                        p50 / floor_us
+                    ),
+                    met: Some(p50 <= floor_us),
+                });
+            }
+        }
+    }
+}
+
 /// Every target against `report`.
 pub fn evaluate(report: &Report) -> Vec<Verdict> {
     let rtt = report.baseline.rtt_us_p50;
     let tcp = report.baseline.tcp_mb_s;
     let mut out = Vec::new();
+    against_the_peers(report, &mut out);
     let three = the_run(report, 3);
     out.push(verdict(
         "3 workers, random, backlog: claim p50 ≤ 4 × loopback RTT p50",
