@@ -323,7 +323,9 @@ impl QueueArgs {
 
     /// Booblik's configurations: the sweep, then (unless switched off) the extra runs.
     fn booblik_configs(&self) -> Vec<QueueRunConfig> {
-        let mut configs = Vec::new();
+        // What tells two swept configurations apart (pools clamped to the worker count can meet).
+        let key = |c: &QueueRunConfig| (c.workers, c.pick, c.arrival, c.pool, c.pool_connection);
+        let mut configs: Vec<QueueRunConfig> = Vec::new();
         for config in queue::sweep(&self.workers, &self.pick, &self.arrival, self.template()) {
             for &pool in &self.pool {
                 let pool = pool.min(config.workers);
@@ -339,16 +341,7 @@ impl QueueArgs {
                         pool_connection,
                         ..config
                     };
-                    if !configs.iter().any(|c: &QueueRunConfig| {
-                        (c.workers, c.pick, c.arrival, c.pool, c.pool_connection)
-                            == (
-                                pooled.workers,
-                                pooled.pick,
-                                pooled.arrival,
-                                pooled.pool,
-                                pooled.pool_connection,
-                            )
-                    }) {
+                    if !configs.iter().any(|c| key(c) == key(&pooled)) {
                         configs.push(pooled);
                     }
                 }
@@ -373,6 +366,7 @@ impl QueueArgs {
             // Every pool size of the sweep gets the chaos and `written` runs too: a pool must
             // survive a killed or frozen member as independent workers do.
             let mut pools: Vec<usize> = self.pool.iter().map(|&p| p.min(workers)).collect();
+            pools.sort_unstable();
             pools.dedup();
             for pool in pools {
                 for mode in [ChaosMode::Crash, ChaosMode::Stall] {

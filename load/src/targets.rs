@@ -52,7 +52,7 @@ fn verdict(target: &str, measured: Option<(String, bool)>) -> Verdict {
 /// Durable peers the queue's FORCED claims are judged against (issue 19).
 const DURABLE_PEERS: [&str; 2] = ["redis-fsync", "postgres"];
 
-/// A figure's median over the runs `pick` takes it from.
+/// The median of `figure` over `runs` (a variant's repetitions).
 fn median_of(runs: &[&QueueRun], figure: impl Fn(&QueueRun) -> f64) -> f64 {
     crate::queue::report::median(&runs.iter().map(|r| figure(r)).collect::<Vec<_>>())
 }

@@ -178,11 +178,11 @@ impl Partition {
         records: RecordSet,
         ack: AckPolicy,
     ) -> Result<Option<Appended>, StorageError> {
-        if ack != AckPolicy::None {
-            self.admit(&records)?;
-            if let Some(answer) = self.append_inline(&records, ack) {
-                return answer.wait(self).await.map(Some);
-            }
+        self.admit(&records)?;
+        if ack != AckPolicy::None
+            && let Some(answer) = self.append_inline(&records, ack)
+        {
+            return answer.wait(self).await.map(Some);
         }
         match self.queue_append(records, ack, None).await? {
             None => Ok(None),
@@ -203,10 +203,10 @@ impl Partition {
         records: RecordSet,
         ack: AckPolicy,
     ) -> Result<Option<(Written, AppendAnswer)>, StorageError> {
+        self.admit(&records)?;
         if ack == AckPolicy::None {
             return self.queue_append(records, ack, None).await.map(|_| None);
         }
-        self.admit(&records)?;
         if let Some(answer) = self.append_inline(&records, ack) {
             return Ok(Some((Written(None), answer)));
         }
@@ -370,13 +370,13 @@ impl Partition {
         format!("{}-{}", self.topic, self.id)
     }
 
+    /// Queues a batch that [`Partition::admit`] let through (every caller admits it first).
     async fn queue_append(
         &self,
         records: RecordSet,
         ack: AckPolicy,
         written: Option<oneshot::Sender<()>>,
     ) -> Result<Option<AppendAnswer>, StorageError> {
-        self.admit(&records)?;
         let slot = self.queue.reserve(records.log_bytes()).await?;
         let (reply, answer) = match ack {
             AckPolicy::None => (None, None),
@@ -502,7 +502,8 @@ impl Partition {
     }
 
     /// Blocking: lets the writer finish everything queued (and an inline append in progress),
-    /// syncs and stops it. Later appends fail with [`StorageError::Closed`]. Idempotent; reports a poisoned partition as an error.
+    /// syncs and stops it. Later appends fail with [`StorageError::Closed`]. Idempotent;
+    /// reports a poisoned partition as an error.
     pub fn close(&self) -> Result<(), StorageError> {
         match self.begin_close() {
             Some(writer) => writer.join().unwrap_or_else(|_| {

@@ -3,8 +3,11 @@
 //!
 //! One run ([`run::run`]): a fresh broker (or `--broker`), `tasks_total` tasks enqueued —
 //! all before the workers start (**backlog**) or at a steady rate while they run (**trickle**)
-//! — and `workers` sample [`Worker`](booblik_samples::queue::worker::Worker)s, each with its own
-//! client, connections and followers. The run ends when every task is finished (done or
+//! — and `workers` sample [`Worker`](booblik_samples::queue::worker::Worker)s, each on its own
+//! thread: independent (its own client, connections and followers) or, with `--pool`, members
+//! of a [`WorkerPool`](booblik_samples::queue::worker::WorkerPool) whose followers run on a
+//! thread of their own (`--pool-connection shared`: appending through the pool's connection
+//! too). The run ends when every task is finished (done or
 //! dead-lettered) in the claims log, or at its time limit. Then:
 //!
 //! * **claim latency** comes from the workers' own `VerdictKnown` events (append issued →
