@@ -41,9 +41,10 @@ async fn claims_appends_of_a_worker(config: WorkerConfig) -> Vec<AckPolicy> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_are_forced_by_default() {
     let acks = claims_appends_of_a_worker(quick_config(1_000, 20)).await;
+    // A claim per task, and the last done alone: the others ride with the next claim.
     assert!(
-        acks.len() as u64 >= 2 * TASKS,
-        "a claim and a done per task: {acks:?}"
+        acks.len() as u64 > TASKS,
+        "a claim per task and the last done: {acks:?}"
     );
     assert!(acks.iter().all(|ack| *ack == AckPolicy::Forced), "{acks:?}");
 }
@@ -55,9 +56,10 @@ async fn claims_use_the_configured_ack_policy() {
         ..quick_config(1_000, 20)
     };
     let acks = claims_appends_of_a_worker(config).await;
+    // A claim per task, and the last done alone: the others ride with the next claim.
     assert!(
-        acks.len() as u64 >= 2 * TASKS,
-        "a claim and a done per task: {acks:?}"
+        acks.len() as u64 > TASKS,
+        "a claim per task and the last done: {acks:?}"
     );
     assert!(
         acks.iter().all(|ack| *ack == AckPolicy::Written),

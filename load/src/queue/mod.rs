@@ -200,6 +200,9 @@ pub struct QueueRunConfig {
     /// Each worker's first claims are a warm-up (connections, caches, page faults): their
     /// latencies are left out of the histogram.
     pub warmup_claims_per_worker: u64,
+    /// Whether a worker sends a finished task's done together with its next claim (one
+    /// round trip and one durable write for both) rather than on its own first.
+    pub done_with_next_claim: bool,
 }
 
 /// What one queue run measured. Field names are the JSON contract of the experiment.
@@ -236,6 +239,9 @@ pub struct QueueRun {
     pub claim_latency_samples: u64,
     /// Claim latencies left out as warm-up (each worker's first claims).
     pub warmup_claims_discarded: u64,
+    /// Whether each worker sent a finished task's done together with its next claim (booblik:
+    /// one batch; Redis: one pipeline; PostgreSQL: one statement; JetStream: sent together).
+    pub done_with_next_claim: bool,
     /// Enqueue (a trickle: the scheduled arrival) → first winning claim known, µs.
     pub enqueue_to_claim_us: Percentiles,
     /// Claims appended (booblik, verifier) or claims that returned a task (peers).

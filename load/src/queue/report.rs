@@ -238,8 +238,18 @@ pub fn peer_table(runs: &[&QueueRun], baseline: &Baseline) -> String {
          latency, highest tasks/s); below 1 is better for latency, above 1 for tasks/s. p99.9 is \
          shown only when every run had at least 10 000 claims. \"[k of n runs]\": only k runs had \
          latency samples (a peer's idle worker blocks in its claim until a task arrives, and such \
-         a claim measures the wait, so it is left out); \"—\": none had.\n",
+         a claim measures the wait, so it is left out); \"—\": none had.",
     );
+    out.push_str(if runs.iter().all(|run| run.done_with_next_claim) {
+        " Every worker sent a finished task's done with its next claim, in one round trip \
+         (booblik: one batch; Redis: one pipeline; PostgreSQL: one statement; JetStream: sent \
+         together).\n"
+    } else if runs.iter().all(|run| !run.done_with_next_claim) {
+        " Every worker sent each done on its own and waited for it before its next claim \
+         (`--separate-dones`).\n"
+    } else {
+        "\n"
+    });
     for (scenario, summaries) in summaries(runs) {
         let durable: Vec<&Summary> = summaries.iter().filter(|s| s.durable_peer).collect();
         let best = |f: &dyn Fn(&Summary) -> f64, lowest: bool| {

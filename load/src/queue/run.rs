@@ -204,6 +204,7 @@ async fn conduct(
         // Every worker of a run starts on an empty queue with this code, so all of them read
         // level 2: rendezvous gets its heartbeats, and a stopping worker releases its task.
         protocol: ProtocolLevel::V2,
+        done_with_next_claim: config.done_with_next_claim,
         ..WorkerConfig::default()
     };
 
@@ -451,6 +452,7 @@ async fn conduct(
         claim_latency_us,
         claim_latency_samples: tally.claim_latency.count(),
         warmup_claims_discarded: tally.warmup_discarded,
+        done_with_next_claim: config.done_with_next_claim,
         enqueue_to_claim_us,
         attempts: summary.claims,
         wins: summary.wins,

@@ -81,6 +81,10 @@ struct Cli {
     /// How long to keep trying to reach the broker at start (`--engine booblik`).
     #[arg(long, default_value_t = DEFAULT_CONNECT_WAIT_MS)]
     connect_wait_ms: u64,
+    /// Append each done on its own, not in one batch with the next claim (costs a round trip
+    /// and an fsync per task; kept for comparison).
+    #[arg(long)]
+    separate_dones: bool,
 }
 
 #[tokio::main]
@@ -104,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
         follow_max_wait_ms: cli.follow_max_wait_ms,
         max_clock_skew_ms: cli.max_clock_skew_ms,
         protocol: cli.protocol_level.into(),
+        done_with_next_claim: !cli.separate_dones,
     };
     config.validate()?;
     let engine = cli

@@ -153,6 +153,8 @@ pub struct SeenRequests {
     pub fetches: Vec<Option<i32>>,
     /// PRODUCE requests: topic and ack policy.
     pub produces: Vec<(String, AckPolicy)>,
+    /// PRODUCE requests: topic and how many records the batch carried.
+    pub produce_batches: Vec<(String, usize)>,
 }
 
 /// A TCP proxy in front of the broker that decodes every request passing through it, to check
@@ -250,9 +252,12 @@ async fn relay(
                     RequestBody::Fetch(fetch) => seen
                         .fetches
                         .push(fetch.long_poll.map(|long_poll| long_poll.max_wait_ms)),
-                    RequestBody::Produce(produce) => seen
-                        .produces
-                        .push((produce.topic.as_str().to_owned(), produce.ack)),
+                    RequestBody::Produce(produce) => {
+                        let topic = produce.topic.as_str().to_owned();
+                        seen.produce_batches
+                            .push((topic.clone(), produce.records.count()));
+                        seen.produces.push((topic, produce.ack));
+                    }
                     RequestBody::Metadata(_) => {}
                 }
             }

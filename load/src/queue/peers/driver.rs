@@ -119,6 +119,16 @@ impl Consumer {
         }
     }
 
+    /// The done of `finished` and the next claim in one round trip: whether the done was
+    /// accepted, and what the claim found (never waiting for a task to arrive).
+    async fn done_and_claim(&mut self, finished: &Claimed) -> anyhow::Result<(bool, ClaimOutcome)> {
+        match self {
+            Consumer::Redis(c) => c.done_and_claim(finished).await,
+            Consumer::Postgres(c) => c.done_and_claim(finished).await,
+            Consumer::JetStream(c) => c.done_and_claim(finished).await,
+        }
+    }
+
     async fn done(&mut self, claimed: &Claimed) -> anyhow::Result<bool> {
         match self {
             Consumer::Redis(c) => c.done(claimed).await,
@@ -254,6 +264,8 @@ struct WorkerSettings {
     work_ms: u64,
     lease_ms: u64,
     max_expired_leases: u64,
+    /// Send a finished task's done with the next claim, in one round trip.
+    done_with_next_claim: bool,
 }
 
 struct Slot {
@@ -347,9 +359,22 @@ async fn serve(
     };
     let extend_every = Duration::from_millis(settings.lease_ms / 3);
     let mut block = false;
+    // A finished task whose done goes with the next claim (`done_with_next_claim`).
+    let mut finished: Option<Claimed> = None;
     loop {
         let issued = Instant::now();
-        let outcome = consumer.claim(block).await?;
+        let outcome = match finished.take() {
+            Some(finished) => {
+                let (accepted, outcome) = consumer.done_and_claim(&finished).await?;
+                send(PeerEvent::Done {
+                    task_id: finished.task_id,
+                    at: Instant::now(),
+                    accepted,
+                });
+                outcome
+            }
+            None => consumer.claim(block).await?,
+        };
         let at = Instant::now();
         let waited = block;
         block = false;
@@ -395,6 +420,10 @@ async fn serve(
         let result = result_of(&claimed.payload);
         stalls.freeze_if_asked(stall);
         effects.commit(claimed.task_id, claimed.token, result);
+        if settings.done_with_next_claim {
+            finished = Some(claimed);
+            continue;
+        }
         let accepted = consumer.done(&claimed).await?;
         send(PeerEvent::Done {
             task_id: claimed.task_id,
@@ -529,6 +558,7 @@ async fn conduct(
         work_ms: config.work_ms,
         lease_ms: config.lease_ms,
         max_expired_leases: u64::from(QueueConfig::default().max_expired_leases.get()),
+        done_with_next_claim: config.done_with_next_claim,
     };
     let effects = Effects::unfenced();
     let stalls = Stalls::new(config.lease_ms);
@@ -712,6 +742,7 @@ async fn conduct(
         claim_latency_us,
         claim_latency_samples: fold.claim_latency.count(),
         warmup_claims_discarded: fold.warmup_discarded,
+        done_with_next_claim: config.done_with_next_claim,
         enqueue_to_claim_us: enqueue_to_claim.percentiles(),
         attempts,
         wins: fold.wins,

@@ -318,6 +318,18 @@ impl Consumer {
         Ok(self.ack(&claimed.handle, "+WPI").await.is_ok())
     }
 
+    /// A done and the next claim in one round trip: the double ack and the fetch of the next
+    /// message are sent together, and their answers awaited together.
+    pub async fn done_and_claim(
+        &mut self,
+        finished: &Claimed,
+    ) -> anyhow::Result<(bool, ClaimOutcome)> {
+        let client = self.context.client();
+        let ack = client.request(finished.handle.clone(), Bytes::from_static(b"+ACK"));
+        let (acked, outcome) = tokio::join!(ack, self.claim(false));
+        Ok((acked.is_ok(), outcome?))
+    }
+
     /// A double ack: true if the server confirmed it.
     pub async fn done(&mut self, claimed: &Claimed) -> anyhow::Result<bool> {
         Ok(self.ack(&claimed.handle, "+ACK").await.is_ok())

@@ -9,6 +9,15 @@
 //! | `postgres-async` | the same, `synchronous_commit=off` | same | same | same | same | same |
 //! | `jetstream-workqueue` | NATS JetStream, a 3-node cluster, a work-queue stream at R3 and one durable pull consumer | a pull of one message | a double ack (`+ACK`, confirmed) | `AckWait` = lease: the server redelivers | `+WPI` (in progress) | the delivery count above `max_expired_leases`: ack + publish to a dead stream ([`jetstream`]) |
 //!
+//! **A done and the next claim in one round trip.** Booblik's worker appends a finished task's
+//! done and its next claim as one batch (`WorkerConfig::done_with_next_claim`): one round trip
+//! and one fsync for both. Every peer worker gets the same: Redis sends `XACK` and
+//! `XREADGROUP` in one pipeline (applied in order and, with `appendfsync always`, fsynced once
+//! before the replies; when the `XAUTOCLAIM` is due the two go one after the other);
+//! PostgreSQL runs the done `UPDATE` and the claim `UPDATE` as one statement (two
+//! data-modifying CTEs: one transaction, one commit); JetStream sends the double ack and the
+//! pull together. `--separate-dones` turns it off everywhere.
+//!
 //! Each peer worker runs like a booblik worker ([`super::thread`]): its own OS thread, its own
 //! current-thread runtime, its own connection. The driver ([`driver`]) is shared; [`redis`] and
 //! [`postgres`] are the two queues. Idle workers wait without polling hard: Redis with a blocking

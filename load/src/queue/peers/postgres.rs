@@ -183,6 +183,7 @@ pub struct Consumer {
     claim: Statement,
     extend: Statement,
     done: Statement,
+    done_and_claim: Statement,
 }
 
 impl Consumer {
@@ -201,21 +202,26 @@ impl Consumer {
             .context("LISTEN")?;
         // A row that lapsed `max_expired_leases` times is dead-lettered by the claim that finds
         // it so: the same rule as booblik's verdict (at most that many winning claims).
+        let claim_sql = format!(
+            "UPDATE {TABLE} SET
+                 state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
+                 worker = $1,
+                 lease_until = now() + make_interval(secs => $2),
+                 attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
+             WHERE id = (
+                 SELECT id FROM {TABLE}
+                 WHERE state = 'ready' OR (state = 'leased' AND lease_until < now())
+                 ORDER BY id
+                 FOR UPDATE SKIP LOCKED
+                 LIMIT 1)
+             RETURNING id, task_id, payload, state, attempts"
+        );
+        let done_sql = format!(
+            "UPDATE {TABLE} SET state = 'done', lease_until = NULL
+             WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'leased'"
+        );
         let claim = client
-            .prepare(&format!(
-                "UPDATE {TABLE} SET
-                     state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
-                     worker = $1,
-                     lease_until = now() + make_interval(secs => $2),
-                     attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
-                 WHERE id = (
-                     SELECT id FROM {TABLE}
-                     WHERE state = 'ready' OR (state = 'leased' AND lease_until < now())
-                     ORDER BY id
-                     FOR UPDATE SKIP LOCKED
-                     LIMIT 1)
-                 RETURNING id, task_id, payload, state, attempts"
-            ))
+            .prepare(&claim_sql)
             .await
             .context("preparing the claim")?;
         let extend = client
@@ -227,12 +233,31 @@ impl Consumer {
             .await
             .context("preparing the extend")?;
         let done = client
-            .prepare(&format!(
-                "UPDATE {TABLE} SET state = 'done', lease_until = NULL
-                 WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'leased'"
-            ))
+            .prepare(&done_sql)
             .await
             .context("preparing the done")?;
+        // The done and the next claim as one statement, so one transaction and one commit
+        // (one WAL flush). Both see one snapshot, in which the finished row is still leased to
+        // this worker: the claim cannot pick it. The outer join gives one row even when the
+        // claim finds nothing.
+        let done_and_claim = client
+            .prepare(&format!(
+                "WITH done AS (
+                     {}
+                     RETURNING 1),
+                 claimed AS (
+                     {claim}
+                 )
+                 SELECT (SELECT count(*) FROM done), c.id, c.task_id, c.payload, c.state, c.attempts
+                 FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true",
+                done_sql
+                    .replace("$1", "$4")
+                    .replace("$2", "$1")
+                    .replace("$3", "$5"),
+                claim = claim_sql,
+            ))
+            .await
+            .context("preparing the done-and-claim")?;
         Ok(Self {
             client,
             notified,
@@ -242,6 +267,7 @@ impl Consumer {
             claim,
             extend,
             done,
+            done_and_claim,
         })
     }
 
@@ -255,23 +281,34 @@ impl Consumer {
             )
             .await
             .context("claim")?;
-        let Some(row) = row else {
-            return Ok(ClaimOutcome::Empty);
-        };
-        let id: i64 = row.get(0);
-        let task_id: Uuid = row.get(1);
-        let state: &str = row.get(3);
-        let attempts: i32 = row.get(4);
-        if state == "dead" {
-            return Ok(ClaimOutcome::DeadLettered(task_id));
+        match row {
+            Some(row) => Ok(claimed(&row, 0)),
+            None => Ok(ClaimOutcome::Empty),
         }
-        Ok(ClaimOutcome::Won(Claimed {
-            task_id,
-            token: i64::from(attempts),
-            payload: row.get(2),
-            handle: id.to_string(),
-            reclaimed: attempts > 1,
-        }))
+    }
+
+    /// A done and the next claim in one statement: one round trip, one commit.
+    pub async fn done_and_claim(
+        &mut self,
+        finished: &Claimed,
+    ) -> anyhow::Result<(bool, ClaimOutcome)> {
+        let id = Self::row_id(finished)?;
+        let token = i32::try_from(finished.token).context("token")?;
+        let row = self
+            .client
+            .query_one(
+                &self.done_and_claim,
+                &[&self.worker, &self.lease_s, &self.max_attempts, &id, &token],
+            )
+            .await
+            .context("done and claim")?;
+        let accepted = row.get::<_, i64>(0) == 1;
+        let outcome = if row.get::<_, Option<i64>>(1).is_some() {
+            claimed(&row, 1)
+        } else {
+            ClaimOutcome::Empty
+        };
+        Ok((accepted, outcome))
     }
 
     /// Waits for a notification of a new task, at most `IDLE_WAIT_MS` (lapsed leases notify
@@ -311,4 +348,22 @@ impl Consumer {
             .context("done")?;
         Ok(rows == 1)
     }
+}
+
+/// The claim in `row`'s columns from `first` on: id, task id, payload, state, attempts.
+fn claimed(row: &tokio_postgres::Row, first: usize) -> ClaimOutcome {
+    let id: i64 = row.get(first);
+    let task_id: Uuid = row.get(first + 1);
+    let state: &str = row.get(first + 3);
+    let attempts: i32 = row.get(first + 4);
+    if state == "dead" {
+        return ClaimOutcome::DeadLettered(task_id);
+    }
+    ClaimOutcome::Won(Claimed {
+        task_id,
+        token: i64::from(attempts),
+        payload: row.get(first + 2),
+        handle: id.to_string(),
+        reclaimed: attempts > 1,
+    })
 }

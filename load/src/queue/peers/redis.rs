@@ -316,6 +316,43 @@ impl Consumer {
         Ok(!ids.is_empty())
     }
 
+    /// A done and the next claim in one round trip: `XACK` and `XREADGROUP` in one pipeline,
+    /// which Redis applies in order and, with `appendfsync always`, fsyncs once before
+    /// replying to both. When the `XAUTOCLAIM` of [`claim`](Self::claim) is due, the two go one
+    /// after the other instead.
+    pub async fn done_and_claim(
+        &mut self,
+        finished: &Claimed,
+    ) -> anyhow::Result<(bool, ClaimOutcome)> {
+        if Instant::now() >= self.next_reclaim {
+            let accepted = self.done(finished).await?;
+            return Ok((accepted, self.claim(false).await?));
+        }
+        let (acked, reply): (u64, Option<StreamReadReply>) = redis::pipe()
+            .cmd("XACK")
+            .arg(&self.keys.stream)
+            .arg(GROUP)
+            .arg(&finished.handle)
+            .cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(GROUP)
+            .arg(&self.name)
+            .arg("COUNT")
+            .arg(1)
+            .arg("STREAMS")
+            .arg(&self.keys.stream)
+            .arg(">")
+            .query_async(&mut self.conn)
+            .await
+            .context("XACK + XREADGROUP")?;
+        let entry = reply.and_then(|r| r.keys.into_iter().next()?.ids.into_iter().next());
+        let outcome = match entry {
+            Some(entry) => ClaimOutcome::Won(claimed(&entry, 1, false)?),
+            None => ClaimOutcome::Empty,
+        };
+        Ok((acked == 1, outcome))
+    }
+
     /// `XACK`: true if the entry was still pending.
     pub async fn done(&mut self, claimed: &Claimed) -> anyhow::Result<bool> {
         let acked: u64 = redis::cmd("XACK")

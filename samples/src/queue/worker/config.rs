@@ -99,6 +99,13 @@ pub struct WorkerConfig {
     /// knows the newer kinds (`docs/task-queue.md`, *Rolling out a new record kind*).
     #[serde(serialize_with = "serialize_level")]
     pub protocol: ProtocolLevel,
+    /// Append a finished task's done in one batch with the worker's next claim (`true`, the
+    /// default), rather than on its own first. A worker that finishes a task and has another to
+    /// claim then pays one append — one round trip, one fsync — for both: the done is in the
+    /// log before the claim, as it would be appended alone, and its verdict is known before
+    /// the claim's (the follower applies them in order). With nothing to claim the done goes
+    /// alone at once. `false` is kept for comparison (`booblik-load queue --separate-dones`).
+    pub done_with_next_claim: bool,
 }
 
 impl Default for WorkerConfig {
@@ -116,6 +123,7 @@ impl Default for WorkerConfig {
             follow_max_wait_ms: DEFAULT_FOLLOW_MAX_WAIT_MS,
             max_clock_skew_ms: None,
             protocol: ProtocolLevel::default(),
+            done_with_next_claim: true,
         }
     }
 }

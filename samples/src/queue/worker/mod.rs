@@ -11,12 +11,15 @@
 //!                   lapse (never a busy loop); a rendezvous worker heartbeats every lease/2
 //!           rendezvous, another idle worker ranks it first → defer (bounded), then claim
 //!         append Claim (ack FORCED)           → offset o: the token, should it win
+//!           (with the previous task's Done in the same batch, if one is waiting: one round
+//!           trip and one fsync for both; its verdict is read first)
 //!         wait until the claims follower has applied o → the verdict on o
 //!           lost  → loop
 //!           won   → work; every lease/3 append Extend(token) and wait for its verdict
 //!                     void → lease lost: abandon the work
 //!                     no renewal confirmed by the local deadline → lease lost: abandon it
-//!                   append Done(token, result) and wait for its verdict
+//!                   the Done(token, result) rides with the next claim; with nothing to
+//!                   claim it is appended alone at once, and its verdict read
 //! stop:   drop the work; at protocol level 2 append Release(token) for a task in hand
 //! ```
 //!

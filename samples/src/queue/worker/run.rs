@@ -169,6 +169,30 @@ struct Grant {
     first_extend_at: Instant,
 }
 
+/// A task whose work is over and whose effect is committed, its done not yet appended: it goes
+/// in one batch with the worker's next claim ([`WorkerConfig::done_with_next_claim`]), or alone
+/// when there is nothing to claim.
+#[derive(Debug)]
+struct Finished {
+    task_id: Uuid,
+    token: i64,
+    result: Vec<u8>,
+}
+
+impl Finished {
+    /// The done record (its timestamp taken now, as it is about to be appended).
+    fn done(&self, worker_id: Uuid) -> ClaimsRecord {
+        Done {
+            task_id: self.task_id,
+            worker_id,
+            token: self.token,
+            done_at_ms: wall_clock_ms(),
+            result: self.result.clone(),
+        }
+        .into()
+    }
+}
+
 /// Whether a claim made it into the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Attempt {
@@ -353,6 +377,9 @@ impl Worker {
         // Rendezvous only: how long a task another idle worker owns is left to it.
         let mut deference = Deference::new(RENDEZVOUS_MAX_DEFERENCE_MS);
         let started = Instant::now();
+        // A finished task whose done waits to ride with the next claim. Never held across a
+        // wait: every path below that waits appends it alone first.
+        let mut finished: Option<Finished> = None;
         loop {
             progress.borrow_and_update();
             if let Some(error) = self.live_view().failure() {
@@ -371,6 +398,9 @@ impl Worker {
                     ranked_first: candidate.ranked_first,
                 };
                 if let Decision::Wait { wait_ms } = deference.decide(&ranked, monotonic_ms) {
+                    if let Some(finished) = finished.take() {
+                        self.commit_done(finished).await?;
+                    }
                     self.heartbeat_if_due().await;
                     tokio::select! {
                         _ = progress.changed() => {}
@@ -384,6 +414,10 @@ impl Worker {
                 // lapse, or for the next heartbeat — never a busy loop. Whoever this worker
                 // deferred to took the task, so the next deference starts afresh.
                 deference.nothing_claimable();
+                if let Some(finished) = finished.take() {
+                    self.commit_done(finished).await?;
+                    continue;
+                }
                 self.observer.idle();
                 self.heartbeat_if_due().await;
                 let wait_ms = self
@@ -398,7 +432,9 @@ impl Worker {
                 }
                 continue;
             };
-            match self.claim(candidate).await? {
+            let (attempt, next_finished) = self.claim(candidate, finished.take()).await?;
+            finished = next_finished;
+            match attempt {
                 Attempt::Appended { won: false } if self.config.pick == Pick::Rendezvous => {
                     append_failures = 0;
                     let backoff_ms =
@@ -421,11 +457,20 @@ impl Worker {
     /// One claim, from the pick to won or lost: append it; the offset the append returns is how
     /// the worker recognises its claim (the record carries no token, because the token *is* that
     /// offset); wait until its own claims follower has applied that offset, and read the
-    /// verdict. If it won, hold the lease until the done's verdict or the lease is lost.
+    /// verdict. If it won, hold the lease until the work is over (or the lease is lost).
+    ///
+    /// `finished`, the previous task's done, goes in the same append just before the claim: one
+    /// round trip and one fsync for both. Its verdict is read first (the follower applies the
+    /// two in order). Returns the task this claim won and finished, if its done is left for the
+    /// next claim.
     ///
     /// The round trip (append issued → acknowledged and applied) is the claim latency the load
     /// experiment measures.
-    async fn claim(&self, candidate: Candidate) -> anyhow::Result<Attempt> {
+    async fn claim(
+        &self,
+        candidate: Candidate,
+        finished: Option<Finished>,
+    ) -> anyhow::Result<(Attempt, Option<Finished>)> {
         let task_id = candidate.task_id;
         let worker_id = self.config.worker_id;
         let issued_at = Instant::now();
@@ -435,18 +480,30 @@ impl Worker {
             claimed_at_ms: wall_clock_ms(),
             lease_ms: self.config.lease_ms,
         };
+        let mut records = Vec::with_capacity(2);
+        records.extend(finished.as_ref().map(|finished| finished.done(worker_id)));
+        records.push(claim.into());
         // FORCED by default: the verdict must come from a durable prefix (the module docs of
         // `worker`).
-        let offset = match self.appender.append(&claim.into()).await {
-            Ok(offset) => offset,
+        let offsets = match self.appender.append(&records).await {
+            Ok(offsets) => offsets,
             Err(error) => {
                 tracing::warn!(%worker_id, %task_id, %error, "claim append failed; its fate is unknown");
                 self.adoption().remember(task_id, issued_at);
                 self.live_view().stop_claiming(worker_id);
-                return Ok(Attempt::NotAppended);
+                // The done's fate is unknown too: append it alone (a repeat of an accepted
+                // done is a no-op by the rules).
+                if let Some(finished) = finished {
+                    self.commit_done(finished).await?;
+                }
+                return Ok((Attempt::NotAppended, None));
             }
         };
         let acknowledged_at = Instant::now();
+        let offset = *offsets.last().expect("one offset per record");
+        if let Some(finished) = finished {
+            self.done_verdict(&finished, offsets[0]).await?;
+        }
         self.observer.claim_appended(task_id, offset);
 
         // The claims follower applies the record at `offset` and keeps the verdict for us
@@ -502,19 +559,22 @@ impl Worker {
             grant.is_some(),
             claim_latency,
         );
-        if let Some(grant) = grant {
-            self.hold_lease(task_id, grant, candidate.payload).await?;
-        }
-        Ok(Attempt::Appended { won })
+        let finished = match grant {
+            Some(grant) => self.hold_lease(task_id, grant, candidate.payload).await?,
+            None => None,
+        };
+        Ok((Attempt::Appended { won }, finished))
     }
 
-    /// Works on `task_id` under `grant` until the done's verdict is known or the lease is lost.
+    /// Works on `task_id` under `grant` until the work is over or the lease is lost. The done
+    /// is left to ride with the next claim ([`WorkerConfig::done_with_next_claim`]), or appended
+    /// here and its verdict read.
     async fn hold_lease(
         &self,
         task_id: Uuid,
         grant: Grant,
         payload: Vec<u8>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<Finished>> {
         let token = grant.token;
         let _current = CurrentTask::set(self, task_id, token);
         self.observer.work_started(task_id, token);
@@ -534,7 +594,7 @@ impl Worker {
                 // First: past the local deadline nothing else may happen under this lease.
                 () = tokio::time::sleep_until(valid_until.into()) => {
                     self.lease_lost(task_id, token, "no renewal confirmed before the local lease deadline");
-                    return Ok(());
+                    return Ok(None);
                 }
                 result = &mut work => break result,
                 outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
@@ -547,12 +607,21 @@ impl Worker {
                     }
                     ExtendOutcome::Void { reason } => {
                         self.lease_lost(task_id, token, &format!("extend void: {reason:?}"));
-                        return Ok(());
+                        return Ok(None);
                     }
                 },
             }
         };
-        self.commit_done(task_id, token, result).await
+        let finished = Finished {
+            task_id,
+            token,
+            result,
+        };
+        if self.config.done_with_next_claim {
+            return Ok(Some(finished));
+        }
+        self.commit_done(finished).await?;
+        Ok(None)
     }
 
     /// Waits until `at`, appends an extend, and waits for its verdict.
@@ -571,8 +640,8 @@ impl Worker {
             extended_at_ms: wall_clock_ms(),
             lease_ms: self.config.lease_ms,
         };
-        let offset = match self.appender.append(&extend.into()).await {
-            Ok(offset) => offset,
+        let offset = match self.appender.append(&[extend.into()]).await {
+            Ok(offsets) => offsets[0],
             Err(error) => {
                 tracing::warn!(worker_id = %self.config.worker_id, %task_id, token, %error, "extend append failed");
                 return Ok(ExtendOutcome::NotAppended);
@@ -599,49 +668,51 @@ impl Worker {
         }
     }
 
-    /// Appends the done (repeating it if the append fails) and reads its verdict.
-    async fn commit_done(&self, task_id: Uuid, token: i64, result: Vec<u8>) -> anyhow::Result<()> {
+    /// Appends the done alone (repeating it if the append fails) and reads its verdict.
+    async fn commit_done(&self, finished: Finished) -> anyhow::Result<()> {
         let worker_id = self.config.worker_id;
+        let (task_id, token) = (finished.task_id, finished.token);
         for attempt in 1..=MAX_DONE_ATTEMPTS {
-            let done = Done {
-                task_id,
-                worker_id,
-                token,
-                done_at_ms: wall_clock_ms(),
-                result: result.clone(),
-            };
-            let offset = match self.appender.append(&done.into()).await {
-                Ok(offset) => offset,
+            let offset = match self.appender.append(&[finished.done(worker_id)]).await {
+                Ok(offsets) => offsets[0],
                 Err(error) => {
                     tracing::warn!(%worker_id, %task_id, token, attempt, %error, "done append failed; repeating it");
                     tokio::time::sleep(append_retry_backoff(attempt)).await;
                     continue;
                 }
             };
-            self.observer.done_appended(task_id, token, offset);
-            let verdict = self
-                .live_view()
-                .wait_for_own_verdict(
-                    self.config.worker_id,
-                    offset,
-                    Duration::from_millis(VERDICT_TIMEOUT_MS),
-                )
-                .await?;
-            match verdict.event {
-                Event::DoneAccepted { .. } | Event::DoneRepeated { .. } => {
-                    self.observer.completed(task_id, token, offset);
-                }
-                Event::DoneFenced { reason, .. } => {
-                    self.lease_lost(task_id, token, &format!("done fenced: {reason:?}"));
-                }
-                other => anyhow::bail!(
-                    "the verdict on done offset {offset} is not a done verdict: {other:?}"
-                ),
-            }
-            return Ok(());
+            return self.done_verdict(&finished, offset).await;
         }
         self.adoption().given_up(token);
         tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
+        Ok(())
+    }
+
+    /// Reads the verdict on the done appended at `offset` and acts on it.
+    async fn done_verdict(&self, finished: &Finished, offset: i64) -> anyhow::Result<()> {
+        let (task_id, token) = (finished.task_id, finished.token);
+        self.observer.done_appended(task_id, token, offset);
+        let verdict = self
+            .live_view()
+            .wait_for_own_verdict(
+                self.config.worker_id,
+                offset,
+                Duration::from_millis(VERDICT_TIMEOUT_MS),
+            )
+            .await?;
+        match verdict.event {
+            Event::DoneAccepted { .. } | Event::DoneRepeated { .. } => {
+                self.observer.completed(task_id, token, offset);
+            }
+            Event::DoneFenced { reason, .. } => {
+                self.lease_lost(task_id, token, &format!("done fenced: {reason:?}"));
+            }
+            other => {
+                anyhow::bail!(
+                    "the verdict on done offset {offset} is not a done verdict: {other:?}"
+                )
+            }
+        }
         Ok(())
     }
 
@@ -682,7 +753,7 @@ impl Worker {
             at_ms: wall_clock_ms(),
             lease_ms,
         };
-        if let Err(error) = self.appender.append(&heartbeat.into()).await {
+        if let Err(error) = self.appender.append(&[heartbeat.into()]).await {
             tracing::warn!(worker_id = %self.config.worker_id, %error, "heartbeat append failed");
         }
     }
@@ -701,7 +772,7 @@ impl Worker {
         // This run never works under the token again, released or not.
         self.adoption().given_up(token);
         let judged = tokio::time::timeout(timeout, async {
-            let offset = self.appender.append(&release.into()).await?;
+            let offset = self.appender.append(&[release.into()]).await?[0];
             let verdict = self
                 .live_view()
                 .wait_for_own_verdict(worker_id, offset, timeout)
@@ -811,18 +882,25 @@ impl Appender {
         self.last_append.lock().expect("last append lock").elapsed()
     }
 
-    /// Appends `record` and returns its offset once acknowledged.
-    async fn append(&self, record: &ClaimsRecord) -> Result<i64, EngineError> {
-        let appended = self
-            .log
-            .append(&[Bytes::from(record.encode())], self.ack)
-            .await?;
-        let offset = appended.first().ok_or_else(|| EngineError::Broken {
-            partition: self.log.name().clone(),
-            reason: "an acknowledged append of one record returned no offset".to_owned(),
-        })?;
+    /// Appends `records` as one batch and returns their offsets, in order, once acknowledged.
+    async fn append(&self, records: &[ClaimsRecord]) -> Result<Vec<i64>, EngineError> {
+        let encoded: Vec<Bytes> = records
+            .iter()
+            .map(|record| Bytes::from(record.encode()))
+            .collect();
+        let appended = self.log.append(&encoded, self.ack).await?;
+        if appended.offsets.len() != records.len() {
+            return Err(EngineError::Broken {
+                partition: self.log.name().clone(),
+                reason: format!(
+                    "an acknowledged append of {} records returned {} offsets",
+                    records.len(),
+                    appended.offsets.len()
+                ),
+            });
+        }
         *self.last_append.lock().expect("last append lock") = Instant::now();
-        Ok(offset)
+        Ok(appended.offsets)
     }
 }
 
