@@ -1,5 +1,6 @@
 //! This machine's floor, measured in the same run as everything else: a 64-byte loopback TCP
-//! round trip, raw loopback TCP throughput, and the latency of `fsync` on a small write.
+//! round trip, raw loopback TCP throughput, the latency of `fsync` on a small write, and how
+//! fast the page cache takes a new file's pages.
 //!
 //! Every broker and queue result is reported as a ratio to these numbers, because absolute
 //! figures from one machine say little about another; "claim latency is 3× a loopback round
@@ -23,8 +24,11 @@ pub struct BaselineConfig {
     pub tcp_bytes: u64,
     /// fsyncs timed.
     pub fsyncs: u32,
-    /// Directory for the fsync probe: where the brokers under test keep their data.
+    /// Directory for the fsync and page-cache probes: where the brokers under test keep their
+    /// data.
     pub fsync_dir: std::path::PathBuf,
+    /// Bytes written into a new file for the page-cache probe (0: not measured).
+    pub page_cache_bytes: u64,
 }
 
 impl Default for BaselineConfig {
@@ -34,6 +38,7 @@ impl Default for BaselineConfig {
             tcp_bytes: 2 << 30,
             fsyncs: 200,
             fsync_dir: std::env::temp_dir(),
+            page_cache_bytes: DEFAULT_PAGE_CACHE_PROBE_BYTES,
         }
     }
 }
@@ -60,7 +65,19 @@ pub struct Baseline {
     pub fsync_us_p50: f64,
     /// 99th percentile of the same.
     pub fsync_us_p99: f64,
+    /// A new file written with 1 MiB `write`s, no fsync, MB/s (10^6 bytes; NaN if not
+    /// measured): how fast this machine's page cache takes new pages — the ceiling of any
+    /// broker that writes new data, whatever its code. On a VM whose balloon device reports
+    /// free pages to the host (free page reporting), the first write to a page the host took
+    /// back costs a fault in the host, so this figure depends on what the guest's memory did
+    /// before (288 against 3 777 MB/s for the same 2 GiB written twice on one 2-vCPU VM:
+    /// docs/benchmarks.md).
+    pub page_cache_write_mb_s: f64,
 }
+
+/// Bytes the page-cache probe writes by default: about as much as one produce run of the
+/// harness writes, so the probe meets the same kind of memory.
+pub const DEFAULT_PAGE_CACHE_PROBE_BYTES: u64 = 1 << 30;
 
 /// Pause before each round trip of the "after idle" measurement.
 pub const IDLE_GAP: Duration = Duration::from_millis(2);
@@ -81,9 +98,16 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     let (rtt_after_idle_us_p50, _) =
         round_trip(IDLE_ROUND_TRIPS.min(config.round_trips), Some(IDLE_GAP)).await?;
     let tcp_mb_s = throughput(config.tcp_bytes).await?;
+    let dir = config.fsync_dir.clone();
     let (fsync_us_p50, fsync_us_p99) =
-        tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs, &config.fsync_dir))
-            .await??;
+        tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs, &dir)).await??;
+    let page_cache_write_mb_s = match config.page_cache_bytes {
+        0 => f64::NAN,
+        bytes => {
+            tokio::task::spawn_blocking(move || page_cache_write(bytes, &config.fsync_dir))
+                .await??
+        }
+    };
     Ok(Baseline {
         rtt_us_p50,
         rtt_us_p99,
@@ -92,6 +116,7 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
         tcp_mb_s,
         fsync_us_p50,
         fsync_us_p99,
+        page_cache_write_mb_s,
     })
 }
 
@@ -184,4 +209,19 @@ fn fsync_latency(count: u32, parent: &std::path::Path) -> anyhow::Result<(f64, f
         hist.value_at_quantile(0.5) as f64 / 1_000.0,
         hist.value_at_quantile(0.99) as f64 / 1_000.0,
     ))
+}
+
+/// `total` bytes written into a new file under `parent` with 1 MiB `write`s, not synced;
+/// returns MB/s (10^6 bytes). The file is removed at once.
+fn page_cache_write(total: u64, parent: &std::path::Path) -> anyhow::Result<f64> {
+    let dir = tempfile::tempdir_in(parent).context("temp dir for the page-cache probe")?;
+    let mut file = std::fs::File::create(dir.path().join("probe"))?;
+    let chunk = vec![1u8; 1 << 20];
+    let started = Instant::now();
+    let mut written = 0u64;
+    while written < total {
+        file.write_all(&chunk)?;
+        written += chunk.len() as u64;
+    }
+    Ok(written as f64 / started.elapsed().as_secs_f64() / 1e6)
 }

@@ -143,6 +143,10 @@ struct CommonArgs {
     /// Baseline: 4 KiB write + fsync pairs timed.
     #[arg(long, default_value_t = 200)]
     baseline_fsyncs: u32,
+    /// Baseline: MiB written into a new file to time the page cache's intake of new pages
+    /// (0: skip).
+    #[arg(long, default_value_t = baseline::DEFAULT_PAGE_CACHE_PROBE_BYTES >> 20)]
+    baseline_page_cache_mib: u64,
 }
 
 #[allow(clippy::struct_excessive_bools)] // independent switches of the sweep
@@ -756,6 +760,7 @@ async fn prepare(common: &CommonArgs) -> anyhow::Result<(Harness, Machine)> {
         tcp_bytes: common.baseline_tcp_mib << 20,
         fsyncs: common.baseline_fsyncs,
         fsync_dir: common.data_dir.clone(),
+        page_cache_bytes: common.baseline_page_cache_mib << 20,
     })
     .await
     .context("measuring the baseline")?;

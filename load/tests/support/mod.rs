@@ -8,13 +8,15 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Flags that make the baseline take a fraction of a second.
-pub const QUICK_BASELINE: [&str; 6] = [
+pub const QUICK_BASELINE: [&str; 8] = [
     "--baseline-round-trips",
     "500",
     "--baseline-tcp-mib",
     "32",
     "--baseline-fsyncs",
     "10",
+    "--baseline-page-cache-mib",
+    "16",
 ];
 
 /// Runs `booblik-load <args> --json <dir>/report.json` and returns the parsed report; panics
@@ -42,7 +44,12 @@ pub fn run_report(dir: &Path, args: &[&str]) -> Value {
 
 /// The baseline keys every report carries, each a positive number.
 pub fn assert_baseline(report: &Value) {
-    for key in ["rtt_us_p50", "tcp_mb_s", "fsync_us_p50"] {
+    for key in [
+        "rtt_us_p50",
+        "tcp_mb_s",
+        "fsync_us_p50",
+        "page_cache_write_mb_s",
+    ] {
         let value = report["baseline"][key]
             .as_f64()
             .unwrap_or_else(|| panic!("baseline.{key} is a number"));
