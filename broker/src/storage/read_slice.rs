@@ -185,6 +185,8 @@ mod tests {
     use crate::storage::segment::{SegmentEnd, evict_from_page_cache};
 
     const FILE_BYTES: usize = 8 * 1024 * 1024;
+    /// Attempts at dropping the test file from the page cache before the test gives up.
+    const EVICTION_TRIES: usize = 20;
 
     /// A slice over a whole file of `FILE_BYTES` patterned bytes, written and fsynced, then
     /// dropped from the page cache (`POSIX_FADV_DONTNEED` drops clean pages).
@@ -199,8 +201,6 @@ mod tests {
             .unwrap();
         file.write_all(&bytes).unwrap();
         file.sync_all().unwrap();
-        // The slice reads through this descriptor.
-        evict_from_page_cache(&file);
         let segment = Segment::new(
             0,
             0,
@@ -209,16 +209,52 @@ mod tests {
             SegmentEnd::default(),
             SparseIndex::new(4096),
         );
+        // The slice reads through this descriptor. Under load `POSIX_FADV_DONTNEED` can leave
+        // a page or two cached (seen in loaded runs), and every test here depends on which
+        // pages are: evict until `mincore` finds none resident (a few tries at most). A
+        // non-blocking read would not do as the check: a miss starts reading the page.
+        for _ in 0..EVICTION_TRIES {
+            evict_from_page_cache(segment.file());
+            if resident_pages(segment.file(), FILE_BYTES) == 0 {
+                break;
+            }
+        }
         assert_eq!(
-            segment
-                .read_cached_at(&mut [0u8; 1], FILE_BYTES as u64 - 1)
-                .unwrap(),
-            Some(0),
+            resident_pages(segment.file(), FILE_BYTES),
+            0,
             "these tests need a filesystem that drops clean pages on POSIX_FADV_DONTNEED and \
              reads with RWF_NOWAIT (ext4, XFS, btrfs; not tmpfs): is TMPDIR on one?"
         );
         let slice = ReadSlice::new(Arc::new(segment), 0, FILE_BYTES as u32, 0);
         (slice, bytes)
+    }
+
+    /// Pages of the first `len` bytes of `file` in the page cache (`mincore` over a mapping;
+    /// mapping and probing read no page in).
+    #[allow(unsafe_code)] // mmap and mincore are unsafe: see the SAFETY comment.
+    fn resident_pages(file: &File, len: usize) -> usize {
+        use std::os::fd::AsRawFd;
+        let pages = len.div_ceil(4096);
+        let mut residency = vec![0u8; pages];
+        // SAFETY: a read-only shared mapping of `len` bytes of a file this test wrote (at
+        // least `len` long); nothing dereferences it — `mincore` only reports residency into
+        // `residency`, one byte per page as it requires — and it is unmapped before return.
+        let rc = unsafe {
+            let addr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(addr, libc::MAP_FAILED, "mmap for mincore");
+            let rc = libc::mincore(addr, len, residency.as_mut_ptr());
+            libc::munmap(addr, len);
+            rc
+        };
+        assert_eq!(rc, 0, "mincore");
+        residency.iter().filter(|page| **page & 1 == 1).count()
     }
 
     /// What a session gathers behind a small FETCH answer's header: a prefix of the slice's
@@ -252,11 +288,29 @@ mod tests {
     /// Attempts (10 ms apart) a cached read of a just-read file gets to return all of it.
     const MAX_CACHED_READ_ATTEMPTS: u32 = 100;
 
+    /// A probe that misses starts reading the page it asked for, and on a fast disk that read
+    /// can finish before the probe looks again: the probe then says "cached", truthfully. So a
+    /// test that expects a miss tries up to this many fresh evictions and needs one miss seen;
+    /// a probe that never looked at an uncached page would never report one.
+    const MISS_TRIES: usize = 20;
+
+    /// A slice as [`uncached_slice`] makes it, once its probe reported it uncached.
+    fn slice_seen_uncached(dir: &std::path::Path) -> (ReadSlice, Vec<u8>) {
+        for attempt in 0..MISS_TRIES {
+            let attempt_dir = dir.join(format!("attempt-{attempt}"));
+            std::fs::create_dir(&attempt_dir).unwrap();
+            let (slice, bytes) = uncached_slice(&attempt_dir);
+            if slice.is_cached().unwrap() == Some(false) {
+                return (slice, bytes);
+            }
+        }
+        panic!("the probe of an evicted file never reported a miss in {MISS_TRIES} tries");
+    }
+
     #[test]
     fn a_slice_dropped_from_the_page_cache_is_reported_uncached_until_read() {
         let dir = tempfile::tempdir().unwrap();
-        let (slice, bytes) = uncached_slice(dir.path());
-        assert_eq!(slice.is_cached().unwrap(), Some(false));
+        let (slice, bytes) = slice_seen_uncached(dir.path());
         let mut buf = Vec::new();
         // A miss starts reading what was asked for (without waiting), so a cached read may find
         // more and more of the file as that read goes on: how much is a race.
@@ -296,14 +350,29 @@ mod tests {
     #[test]
     fn the_probe_of_a_slice_reaches_its_last_page() {
         let dir = tempfile::tempdir().unwrap();
-        let (whole, _) = uncached_slice(dir.path());
-        // Only the first page is cached (no readahead on this descriptor).
-        whole.segment.read_exact_at(&mut [0u8; 4096], 0).unwrap();
-        let slice =
-            |position: u64, len: u32| ReadSlice::new(Arc::clone(&whole.segment), position, len, 0);
-        assert_eq!(slice(0, 100).is_cached().unwrap(), Some(true));
-        assert_eq!(slice(100, 3996).is_cached().unwrap(), Some(true));
-        assert_eq!(slice(100, 3997).is_cached().unwrap(), Some(false));
-        assert_eq!(slice(4096, 1).is_cached().unwrap(), Some(false));
+        // A slice ending one byte into the second page is uncached: its probe reached the last
+        // page (the one miss needed, see MISS_TRIES).
+        let mut missed = false;
+        for attempt in 0..MISS_TRIES {
+            let attempt_dir = dir.path().join(format!("attempt-{attempt}"));
+            std::fs::create_dir(&attempt_dir).unwrap();
+            let (whole, _) = uncached_slice(&attempt_dir);
+            // Only the first page is cached (no readahead on this descriptor).
+            whole.segment.read_exact_at(&mut [0u8; 4096], 0).unwrap();
+            let slice = |position: u64, len: u32| {
+                ReadSlice::new(Arc::clone(&whole.segment), position, len, 0)
+            };
+            // Within the cached first page: never a miss.
+            assert_eq!(slice(0, 100).is_cached().unwrap(), Some(true));
+            assert_eq!(slice(100, 3996).is_cached().unwrap(), Some(true));
+            if slice(100, 3997).is_cached().unwrap() == Some(false) {
+                missed = true;
+                break;
+            }
+        }
+        assert!(
+            missed,
+            "a slice reaching into an evicted page was never reported uncached"
+        );
     }
 }
