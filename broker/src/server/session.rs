@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use booblik_protocol::probe::{self, Stamp};
 use booblik_protocol::{Decoded, RequestBody, WireError, split_request_frame};
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
@@ -292,10 +292,15 @@ impl Applier<'_> {
                 *frame_started.get_or_insert_with(Instant::now) + Duration::from_millis(frame_ms)
             };
             self.inbuf.reserve(READ_CHUNK_BYTES);
+            // At most one chunk per read, whatever room the buffer has: after a large frame is
+            // split off, the buffer's spare capacity can be megabytes, and a read that filled it
+            // would hold that much of the following frames while this session waits for room
+            // in a writer queue. So a blocked session holds its frame and less than one chunk.
+            let mut chunk = (&mut self.inbuf).limit(READ_CHUNK_BYTES);
             let read = tokio::select! {
                 _ = self.shutdown.wait_for(|&stop| stop) => return Ok(()),
                 () = self.slot.evicted() => return Ok(()),
-                read = tokio::time::timeout_at(deadline, self.reader.read_buf(&mut self.inbuf)) => read,
+                read = tokio::time::timeout_at(deadline, self.reader.read_buf(&mut chunk)) => read,
             };
             match read {
                 Err(_) if self.inbuf.is_empty() && self.in_flight.any() => {}
