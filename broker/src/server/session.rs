@@ -250,6 +250,8 @@ impl Applier<'_> {
         // When the first byte of a still-incomplete frame arrived (slow-loris guard).
         let mut frame_started: Option<Instant> = None;
         loop {
+            // Bytes still missing of the frame in progress, once its length is known.
+            let mut missing_bytes = 0;
             // Apply every complete frame already received, in order.
             loop {
                 if *self.shutdown.borrow() {
@@ -259,8 +261,12 @@ impl Applier<'_> {
                 // are slices of it.
                 let decoded = split_request_frame(&mut self.inbuf)
                     .map_err(|error| Stop::Failed(SessionError::Framing(error)))?;
-                let Decoded::Complete { value, used } = decoded else {
-                    break;
+                let (value, used) = match decoded {
+                    Decoded::Complete { value, used } => (value, used),
+                    Decoded::Incomplete { need } => {
+                        missing_bytes = need;
+                        break;
+                    }
                 };
                 frame_started = None;
                 let received = Stamp::now();
@@ -291,12 +297,15 @@ impl Applier<'_> {
             } else {
                 *frame_started.get_or_insert_with(Instant::now) + Duration::from_millis(frame_ms)
             };
-            self.inbuf.reserve(READ_CHUNK_BYTES);
-            // At most one chunk per read, whatever room the buffer has: after a large frame is
-            // split off, the buffer's spare capacity can be megabytes, and a read that filled it
-            // would hold that much of the following frames while this session waits for room
-            // in a writer queue. So a blocked session holds its frame and less than one chunk.
-            let mut chunk = (&mut self.inbuf).limit(READ_CHUNK_BYTES);
+            // The rest of the frame in progress, or one chunk, per read — never all the room the
+            // buffer has: after a large frame is split off its spare capacity can be megabytes,
+            // and a read that filled it would hold that much of the following frames while this
+            // session waits for room in a writer queue. So a session holds its frame and less
+            // than one chunk beyond it. (`missing_bytes` is at most a frame: the frame check
+            // refused a longer length.)
+            let read_limit = READ_CHUNK_BYTES.max(missing_bytes);
+            self.inbuf.reserve(read_limit);
+            let mut chunk = (&mut self.inbuf).limit(read_limit);
             let read = tokio::select! {
                 _ = self.shutdown.wait_for(|&stop| stop) => return Ok(()),
                 () = self.slot.evicted() => return Ok(()),
