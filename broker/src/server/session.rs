@@ -250,8 +250,8 @@ impl Applier<'_> {
         // When the first byte of a still-incomplete frame arrived (slow-loris guard).
         let mut frame_started: Option<Instant> = None;
         loop {
-            // Bytes still missing of the frame in progress, once its length is known.
-            let mut missing_bytes = 0;
+            // Bytes still missing of the frame in progress (of its prefix, until that is whole).
+            let missing_bytes: usize;
             // Apply every complete frame already received, in order.
             loop {
                 if *self.shutdown.borrow() {
