@@ -156,14 +156,31 @@ pub async fn ensure_topic(
                 replicas = settings.replicas,
                 "creating the topic's streams"
             );
-            engine
-                .ensure_topics(&[(topic.to_owned(), partitions)], settings)
-                .await
-                .with_context(|| format!("cannot create topic {topic} on JetStream"))?;
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
+            // A cluster that has just started may time out a stream creation while it elects its
+            // meta leader ("jetstream request timed out", transient): try again until the
+            // deadline. Creating is idempotent, so a creation that did land is found next time.
+            loop {
+                match engine
+                    .ensure_topics(&[(topic.to_owned(), partitions)], settings)
+                    .await
+                {
+                    Ok(()) => break,
+                    Err(error)
+                        if error.is_transient() && tokio::time::Instant::now() < deadline =>
+                    {
+                        tracing::info!(topic, %error, "creating the topic's streams again");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(error) => {
+                        return Err(error)
+                            .with_context(|| format!("cannot create topic {topic} on JetStream"));
+                    }
+                }
+            }
             // A stream just created answers publishes only once its replicas elected a leader
             // (until then: "no responders"). Stream info is answered by that leader, so wait
             // for it: the first publishes would otherwise fail.
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
             for partition in 0..partitions {
                 loop {
                     let answered =
