@@ -158,8 +158,10 @@ pub async fn ensure_topic(
             );
             let deadline = tokio::time::Instant::now() + Duration::from_millis(CONNECT_PATIENCE_MS);
             // A cluster that has just started may time out a stream creation while it elects its
-            // meta leader ("jetstream request timed out", transient): try again until the
-            // deadline. Creating is idempotent, so a creation that did land is found next time.
+            // meta leader ("jetstream request timed out"): try again until the deadline. Only
+            // that: the engine reports every creation error as unavailable, and a permanent one
+            // (too many replicas, say) must fail at once. Creating is idempotent, so a creation
+            // that did land is found next time.
             loop {
                 match engine
                     .ensure_topics(&[(topic.to_owned(), partitions)], settings)
@@ -167,7 +169,9 @@ pub async fn ensure_topic(
                 {
                     Ok(()) => break,
                     Err(error)
-                        if error.is_transient() && tokio::time::Instant::now() < deadline =>
+                        if error.is_transient()
+                            && error.to_string().contains("timed out")
+                            && tokio::time::Instant::now() < deadline =>
                     {
                         tracing::info!(topic, %error, "creating the topic's streams again");
                         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -237,24 +237,33 @@ impl Consumer {
             .await
             .context("preparing the done")?;
         // The done and the next claim as one statement, so one transaction and one commit
-        // (one WAL flush). Both see one snapshot, in which the finished row is still leased to
-        // this worker: the claim cannot pick it. The outer join gives one row even when the
-        // claim finds nothing.
+        // (one WAL flush). Both see one snapshot. The claim must not pick the row being marked
+        // done (`id <> $4`): were its lease lapsed, the claim's `lease_until < now()` would
+        // match it, and two updates of one row in one statement keep only one. The outer join
+        // gives one row even when the claim finds nothing. Parameters: $1 worker, $2 lease (s),
+        // $3 max attempts (as in the claim), $4 the finished row's id, $5 its token.
         let done_and_claim = client
             .prepare(&format!(
                 "WITH done AS (
-                     {}
+                     UPDATE {TABLE} SET state = 'done', lease_until = NULL
+                     WHERE id = $4 AND worker = $1 AND attempts = $5 AND state = 'leased'
                      RETURNING 1),
                  claimed AS (
-                     {claim}
-                 )
+                     UPDATE {TABLE} SET
+                         state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
+                         worker = $1,
+                         lease_until = now() + make_interval(secs => $2),
+                         attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
+                     WHERE id = (
+                         SELECT id FROM {TABLE}
+                         WHERE (state = 'ready' OR (state = 'leased' AND lease_until < now()))
+                           AND id <> $4
+                         ORDER BY id
+                         FOR UPDATE SKIP LOCKED
+                         LIMIT 1)
+                     RETURNING id, task_id, payload, state, attempts)
                  SELECT (SELECT count(*) FROM done), c.id, c.task_id, c.payload, c.state, c.attempts
-                 FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true",
-                done_sql
-                    .replace("$1", "$4")
-                    .replace("$2", "$1")
-                    .replace("$3", "$5"),
-                claim = claim_sql,
+                 FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true"
             ))
             .await
             .context("preparing the done-and-claim")?;

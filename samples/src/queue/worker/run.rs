@@ -1,5 +1,5 @@
 //! The worker, in one place: start it, then its loop — pick, claim, learn the verdict, hold the
-//! lease (work, extends, the done).
+//! lease (work, extends), and the done, which rides with the next claim.
 //!
 //! One claim, followed from the pick to won or lost, opens three files: this one
 //! ([`Worker::claim`]: append, wait for the verdict at the offset the append returned), `view.rs`
@@ -148,6 +148,9 @@ pub struct Worker {
     work: WorkFn,
     observer: Observer,
     current: Mutex<Option<(Uuid, i64)>>,
+    /// A task whose work is over and effect committed, its done not yet acknowledged: it rides
+    /// with the next claim, or goes alone when there is nothing to claim or at shutdown.
+    pending_done: Mutex<Option<Finished>>,
     /// Claims whose append failed (fate unknown), and tokens given up: `adoption.rs`.
     unacknowledged_claims: Mutex<UnacknowledgedClaims>,
     /// High watermarks of `tasks` and `claims` at start: `run` catches up to them first.
@@ -172,7 +175,7 @@ struct Grant {
 /// A task whose work is over and whose effect is committed, its done not yet appended: it goes
 /// in one batch with the worker's next claim ([`WorkerConfig::done_with_next_claim`]), or alone
 /// when there is nothing to claim.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Finished {
     task_id: Uuid,
     token: i64,
@@ -265,6 +268,7 @@ impl Worker {
             config,
             work,
             current: Mutex::new(None),
+            pending_done: Mutex::new(None),
             unacknowledged_claims: Mutex::new(UnacknowledgedClaims::default()),
             start_offsets: ends,
             pool,
@@ -338,6 +342,12 @@ impl Worker {
         // Dropping the loop stops the work: nothing happens under the lease after this, so it
         // may be handed back.
         drop(serve);
+        // A finished task's effect is committed: its done must not be left to the lease (the
+        // task would run again). It may already be in the log; a repeat is harmless.
+        if outcome.is_ok() && self.pending_done().is_some() {
+            let done = self.commit_pending_done();
+            let _ = tokio::time::timeout(Duration::from_millis(RELEASE_TIMEOUT_MS), done).await;
+        }
         if outcome.is_ok()
             && let Some((task_id, token)) = held
             && self.config.protocol.writes_releases()
@@ -377,9 +387,6 @@ impl Worker {
         // Rendezvous only: how long a task another idle worker owns is left to it.
         let mut deference = Deference::new(RENDEZVOUS_MAX_DEFERENCE_MS);
         let started = Instant::now();
-        // A finished task whose done waits to ride with the next claim. Never held across a
-        // wait: every path below that waits appends it alone first.
-        let mut finished: Option<Finished> = None;
         loop {
             progress.borrow_and_update();
             if let Some(error) = self.live_view().failure() {
@@ -398,8 +405,9 @@ impl Worker {
                     ranked_first: candidate.ranked_first,
                 };
                 if let Decision::Wait { wait_ms } = deference.decide(&ranked, monotonic_ms) {
-                    if let Some(finished) = finished.take() {
-                        self.commit_done(finished).await?;
+                    // The done of the task just finished does not wait with us.
+                    if self.commit_pending_done().await? {
+                        continue;
                     }
                     self.heartbeat_if_due().await;
                     tokio::select! {
@@ -414,8 +422,8 @@ impl Worker {
                 // lapse, or for the next heartbeat — never a busy loop. Whoever this worker
                 // deferred to took the task, so the next deference starts afresh.
                 deference.nothing_claimable();
-                if let Some(finished) = finished.take() {
-                    self.commit_done(finished).await?;
+                // The done of the task just finished does not wait with us.
+                if self.commit_pending_done().await? {
                     continue;
                 }
                 self.observer.idle();
@@ -432,9 +440,7 @@ impl Worker {
                 }
                 continue;
             };
-            let (attempt, next_finished) = self.claim(candidate, finished.take()).await?;
-            finished = next_finished;
-            match attempt {
+            match self.claim(candidate).await? {
                 Attempt::Appended { won: false } if self.config.pick == Pick::Rendezvous => {
                     append_failures = 0;
                     let backoff_ms =
@@ -459,18 +465,13 @@ impl Worker {
     /// offset); wait until its own claims follower has applied that offset, and read the
     /// verdict. If it won, hold the lease until the work is over (or the lease is lost).
     ///
-    /// `finished`, the previous task's done, goes in the same append just before the claim: one
-    /// round trip and one fsync for both. Its verdict is read first (the follower applies the
-    /// two in order). Returns the task this claim won and finished, if its done is left for the
-    /// next claim.
+    /// The previous task's done, if it is pending, goes in the same append just before the
+    /// claim: one round trip for both, and on booblik one fsync. Its verdict is read first (the
+    /// follower applies the two in order).
     ///
     /// The round trip (append issued → acknowledged and applied) is the claim latency the load
     /// experiment measures.
-    async fn claim(
-        &self,
-        candidate: Candidate,
-        finished: Option<Finished>,
-    ) -> anyhow::Result<(Attempt, Option<Finished>)> {
+    async fn claim(&self, candidate: Candidate) -> anyhow::Result<Attempt> {
         let task_id = candidate.task_id;
         let worker_id = self.config.worker_id;
         let issued_at = Instant::now();
@@ -480,8 +481,11 @@ impl Worker {
             claimed_at_ms: wall_clock_ms(),
             lease_ms: self.config.lease_ms,
         };
+        let done = self.pending_done();
         let mut records = Vec::with_capacity(2);
-        records.extend(finished.as_ref().map(|finished| finished.done(worker_id)));
+        if let Some(done) = &done {
+            records.push(done.done(worker_id));
+        }
         records.push(claim.into());
         // FORCED by default: the verdict must come from a durable prefix (the module docs of
         // `worker`).
@@ -493,16 +497,15 @@ impl Worker {
                 self.live_view().stop_claiming(worker_id);
                 // The done's fate is unknown too: append it alone (a repeat of an accepted
                 // done is a no-op by the rules).
-                if let Some(finished) = finished {
-                    self.commit_done(finished).await?;
-                }
-                return Ok((Attempt::NotAppended, None));
+                self.commit_pending_done().await?;
+                return Ok(Attempt::NotAppended);
             }
         };
         let acknowledged_at = Instant::now();
         let offset = *offsets.last().expect("one offset per record");
-        if let Some(finished) = finished {
-            self.done_verdict(&finished, offsets[0]).await?;
+        if let Some(done) = done {
+            *self.pending_done.lock().expect("pending done lock") = None;
+            self.done_verdict(&done, offsets[0]).await?;
         }
         self.observer.claim_appended(task_id, offset);
 
@@ -559,11 +562,10 @@ impl Worker {
             grant.is_some(),
             claim_latency,
         );
-        let finished = match grant {
-            Some(grant) => self.hold_lease(task_id, grant, candidate.payload).await?,
-            None => None,
-        };
-        Ok((Attempt::Appended { won }, finished))
+        if let Some(grant) = grant {
+            self.hold_lease(task_id, grant, candidate.payload).await?;
+        }
+        Ok(Attempt::Appended { won })
     }
 
     /// Works on `task_id` under `grant` until the work is over or the lease is lost. The done
@@ -574,7 +576,7 @@ impl Worker {
         task_id: Uuid,
         grant: Grant,
         payload: Vec<u8>,
-    ) -> anyhow::Result<Option<Finished>> {
+    ) -> anyhow::Result<()> {
         let token = grant.token;
         let _current = CurrentTask::set(self, task_id, token);
         self.observer.work_started(task_id, token);
@@ -594,7 +596,7 @@ impl Worker {
                 // First: past the local deadline nothing else may happen under this lease.
                 () = tokio::time::sleep_until(valid_until.into()) => {
                     self.lease_lost(task_id, token, "no renewal confirmed before the local lease deadline");
-                    return Ok(None);
+                    return Ok(());
                 }
                 result = &mut work => break result,
                 outcome = self.extend_at(next_extend_at, task_id, token) => match outcome? {
@@ -607,7 +609,7 @@ impl Worker {
                     }
                     ExtendOutcome::Void { reason } => {
                         self.lease_lost(task_id, token, &format!("extend void: {reason:?}"));
-                        return Ok(None);
+                        return Ok(());
                     }
                 },
             }
@@ -617,11 +619,11 @@ impl Worker {
             token,
             result,
         };
-        if self.config.done_with_next_claim {
-            return Ok(Some(finished));
+        *self.pending_done.lock().expect("pending done lock") = Some(finished);
+        if !self.config.done_with_next_claim {
+            self.commit_pending_done().await?;
         }
-        self.commit_done(finished).await?;
-        Ok(None)
+        Ok(())
     }
 
     /// Waits until `at`, appends an extend, and waits for its verdict.
@@ -668,8 +670,24 @@ impl Worker {
         }
     }
 
+    /// The pending done, if any (it stays pending until an append of it is acknowledged).
+    fn pending_done(&self) -> Option<Finished> {
+        self.pending_done.lock().expect("pending done lock").clone()
+    }
+
+    /// Appends the pending done alone, if there is one, and reads its verdict; true if there
+    /// was one.
+    async fn commit_pending_done(&self) -> anyhow::Result<bool> {
+        let Some(finished) = self.pending_done() else {
+            return Ok(false);
+        };
+        self.commit_done(&finished).await?;
+        *self.pending_done.lock().expect("pending done lock") = None;
+        Ok(true)
+    }
+
     /// Appends the done alone (repeating it if the append fails) and reads its verdict.
-    async fn commit_done(&self, finished: Finished) -> anyhow::Result<()> {
+    async fn commit_done(&self, finished: &Finished) -> anyhow::Result<()> {
         let worker_id = self.config.worker_id;
         let (task_id, token) = (finished.task_id, finished.token);
         for attempt in 1..=MAX_DONE_ATTEMPTS {
@@ -681,7 +699,7 @@ impl Worker {
                     continue;
                 }
             };
-            return self.done_verdict(&finished, offset).await;
+            return self.done_verdict(finished, offset).await;
         }
         self.adoption().given_up(token);
         tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
@@ -848,10 +866,11 @@ impl Drop for CurrentTask<'_> {
     }
 }
 
-/// Appends to the claims partition, one record per append, and returns the record's offset.
+/// Appends to the claims partition, one request per append, and returns the records' offsets.
 ///
-/// One record per request, not a batching producer: a claim is worth nothing until the worker
-/// knows its offset, and a linger window would only add latency to the claim round trip.
+/// Not a batching producer: a claim is worth nothing until the worker knows its offset, and a
+/// linger window would only add latency to the claim round trip. The one batch it makes is the
+/// worker's own: a pending done and the next claim, appended together.
 ///
 /// A failed append is **not** retried here: after a lost connection nobody knows whether the
 /// record was written. The caller decides — a claim is simply abandoned (if it was written and
