@@ -4,34 +4,16 @@
 mod queue_worker_support;
 
 use booblik_client::AckPolicy;
-use booblik_samples::queue::worker::{Worker, WorkerConfig, submit_task};
-use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, WatchingProxy, quick_config, wait_until,
-};
+use booblik_samples::queue::worker::WorkerConfig;
+use queue_worker_support::{quick_config, run_one_worker_through_a_proxy};
 
 const TASKS: u64 = 2;
 
 /// Runs one worker with `config` through a proxy until it completes two tasks; returns the ack
 /// policies of its appends to `claims`.
 async fn claims_appends_of_a_worker(config: WorkerConfig) -> Vec<AckPolicy> {
-    let broker = EmbeddedBroker::start().await;
-    let proxy = WatchingProxy::start(broker.addr()).await;
-    let submitter = broker.client().await;
-    for _ in 0..TASKS {
-        submit_task(&submitter, "tasks", b"payload".to_vec())
-            .await
-            .unwrap();
-    }
-    let worker = Worker::start(proxy.client().await, config).await.unwrap();
-    let running = RunningWorker::spawn(worker);
-    wait_until("both tasks are completed", || async {
-        running.worker.stats().completed == TASKS
-    })
-    .await;
-    running.stop().await;
-    proxy
-        .seen()
-        .produces
+    let (seen, _, _) = run_one_worker_through_a_proxy(config, TASKS).await;
+    seen.produces
         .into_iter()
         .filter(|(topic, _)| topic == "claims")
         .map(|(_, ack)| ack)

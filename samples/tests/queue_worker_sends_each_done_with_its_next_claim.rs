@@ -6,29 +6,16 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::worker::{Worker, WorkerConfig, read_logs};
-use queue_worker_support::{
-    EmbeddedBroker, RunningWorker, WatchingProxy, quick_config, submit_numbered_tasks, wait_until,
-};
+use booblik_samples::queue::worker::{WorkerConfig, read_logs};
+use queue_worker_support::{quick_config, run_one_worker_through_a_proxy};
 
 const TASKS: u64 = 3;
 
 /// Runs one worker with `config` through a proxy until it completes every task; returns the
 /// record count of each of its appends to `claims`, and the kinds of the claims log's records.
 async fn claims_batches_of_a_worker(config: WorkerConfig) -> (Vec<usize>, Vec<&'static str>) {
-    let broker = EmbeddedBroker::start().await;
-    let proxy = WatchingProxy::start(broker.addr()).await;
-    let submitter = broker.client().await;
-    submit_numbered_tasks(&submitter, TASKS).await;
-    let worker = Worker::start(proxy.client().await, config).await.unwrap();
-    let running = RunningWorker::spawn(worker);
-    wait_until("every task is completed", || async {
-        running.worker.stats().completed == TASKS
-    })
-    .await;
-    running.stop().await;
-    let batches = proxy
-        .seen()
+    let (seen, submitter, _broker) = run_one_worker_through_a_proxy(config, TASKS).await;
+    let batches = seen
         .produce_batches
         .into_iter()
         .filter(|(topic, _)| topic == "claims")

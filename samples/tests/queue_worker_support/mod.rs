@@ -341,3 +341,24 @@ pub fn assert_no_done_by(claims: &[(i64, ClaimsRecord)], worker_id: uuid::Uuid) 
         "worker {worker_id} wrote a done"
     );
 }
+
+/// Runs one worker with `config` through a [`WatchingProxy`] until it completes `tasks` numbered
+/// tasks, then stops it; returns what the proxy saw and a client of the broker (to read the
+/// logs back). The broker lives as long as the returned value.
+pub async fn run_one_worker_through_a_proxy(
+    config: WorkerConfig,
+    tasks: u64,
+) -> (SeenRequests, Client, EmbeddedBroker) {
+    let broker = EmbeddedBroker::start().await;
+    let proxy = WatchingProxy::start(broker.addr()).await;
+    let submitter = broker.client().await;
+    submit_numbered_tasks(&submitter, tasks).await;
+    let worker = Worker::start(proxy.client().await, config).await.unwrap();
+    let running = RunningWorker::spawn(worker);
+    wait_until("every task is completed", || async {
+        running.worker.stats().completed == tasks
+    })
+    .await;
+    running.stop().await;
+    (proxy.seen(), submitter, broker)
+}

@@ -200,28 +200,8 @@ impl Consumer {
             .batch_execute(&format!("LISTEN {CHANNEL}"))
             .await
             .context("LISTEN")?;
-        // A row that lapsed `max_expired_leases` times is dead-lettered by the claim that finds
-        // it so: the same rule as booblik's verdict (at most that many winning claims).
-        let claim_sql = format!(
-            "UPDATE {TABLE} SET
-                 state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
-                 worker = $1,
-                 lease_until = now() + make_interval(secs => $2),
-                 attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
-             WHERE id = (
-                 SELECT id FROM {TABLE}
-                 WHERE state = 'ready' OR (state = 'leased' AND lease_until < now())
-                 ORDER BY id
-                 FOR UPDATE SKIP LOCKED
-                 LIMIT 1)
-             RETURNING id, task_id, payload, state, attempts"
-        );
-        let done_sql = format!(
-            "UPDATE {TABLE} SET state = 'done', lease_until = NULL
-             WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'leased'"
-        );
         let claim = client
-            .prepare(&claim_sql)
+            .prepare(&claim_sql(""))
             .await
             .context("preparing the claim")?;
         let extend = client
@@ -233,7 +213,10 @@ impl Consumer {
             .await
             .context("preparing the extend")?;
         let done = client
-            .prepare(&done_sql)
+            .prepare(&format!(
+                "UPDATE {TABLE} SET state = 'done', lease_until = NULL
+                 WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'leased'"
+            ))
             .await
             .context("preparing the done")?;
         // The done and the next claim as one statement, so one transaction and one commit
@@ -248,22 +231,10 @@ impl Consumer {
                      UPDATE {TABLE} SET state = 'done', lease_until = NULL
                      WHERE id = $4 AND worker = $1 AND attempts = $5 AND state = 'leased'
                      RETURNING 1),
-                 claimed AS (
-                     UPDATE {TABLE} SET
-                         state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
-                         worker = $1,
-                         lease_until = now() + make_interval(secs => $2),
-                         attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
-                     WHERE id = (
-                         SELECT id FROM {TABLE}
-                         WHERE (state = 'ready' OR (state = 'leased' AND lease_until < now()))
-                           AND id <> $4
-                         ORDER BY id
-                         FOR UPDATE SKIP LOCKED
-                         LIMIT 1)
-                     RETURNING id, task_id, payload, state, attempts)
+                 claimed AS ({})
                  SELECT (SELECT count(*) FROM done), c.id, c.task_id, c.payload, c.state, c.attempts
-                 FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true"
+                 FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true",
+                claim_sql("AND id <> $4")
             ))
             .await
             .context("preparing the done-and-claim")?;
@@ -357,6 +328,26 @@ impl Consumer {
             .context("done")?;
         Ok(rows == 1)
     }
+}
+
+/// The claim statement: one row that is ready, or leased with its lease lapsed, taken by
+/// worker `$1` for `$2` seconds; a row that lapsed `$3` times is dead-lettered instead (the same
+/// rule as booblik's verdict: at most that many winning claims). `also` narrows the candidates.
+fn claim_sql(also: &str) -> String {
+    format!(
+        "UPDATE {TABLE} SET
+             state = CASE WHEN attempts >= $3 THEN 'dead' ELSE 'leased' END,
+             worker = $1,
+             lease_until = now() + make_interval(secs => $2),
+             attempts = attempts + CASE WHEN attempts >= $3 THEN 0 ELSE 1 END
+         WHERE id = (
+             SELECT id FROM {TABLE}
+             WHERE (state = 'ready' OR (state = 'leased' AND lease_until < now())) {also}
+             ORDER BY id
+             FOR UPDATE SKIP LOCKED
+             LIMIT 1)
+         RETURNING id, task_id, payload, state, attempts"
+    )
 }
 
 /// The claim in `row`'s columns from `first` on: id, task id, payload, state, attempts.

@@ -45,7 +45,7 @@ use uuid::Uuid;
 use super::adoption::UnacknowledgedClaims;
 use super::observe::Observer;
 use super::pool::WorkerPool;
-use super::view::{Candidate, LiveView, StateView};
+use super::view::{Candidate, LiveView, OwnVerdict, StateView};
 use super::work::{Assignment, WorkFn, simulated_work};
 use super::{WorkerConfig, WorkerEvent, WorkerStats, wall_clock_ms};
 use crate::engine::{Ack, EngineError, EngineKind, IntoEngine, PartitionLog};
@@ -511,14 +511,7 @@ impl Worker {
 
         // The claims follower applies the record at `offset` and keeps the verdict for us
         // (`view.rs`); the rules that decide it are in `state/verdict.rs`.
-        let verdict = self
-            .live_view()
-            .wait_for_own_verdict(
-                self.config.worker_id,
-                offset,
-                Duration::from_millis(VERDICT_TIMEOUT_MS),
-            )
-            .await?;
+        let verdict = self.own_verdict(offset).await?;
         let grant = match &verdict.event {
             Event::ClaimWon { token, .. } => Some(Grant {
                 token: *token,
@@ -649,14 +642,7 @@ impl Worker {
                 return Ok(ExtendOutcome::NotAppended);
             }
         };
-        let verdict = self
-            .live_view()
-            .wait_for_own_verdict(
-                self.config.worker_id,
-                offset,
-                Duration::from_millis(VERDICT_TIMEOUT_MS),
-            )
-            .await?;
+        let verdict = self.own_verdict(offset).await?;
         match verdict.event {
             Event::Extended { expires_at_ms, .. } => {
                 self.observer
@@ -668,6 +654,19 @@ impl Worker {
                 "the verdict on extend offset {offset} is not an extend verdict: {other:?}"
             ),
         }
+    }
+
+    /// The verdict on this worker's record at `offset`, once its claims follower applied it
+    /// (at most [`VERDICT_TIMEOUT_MS`]).
+    async fn own_verdict(&self, offset: i64) -> anyhow::Result<OwnVerdict> {
+        Ok(self
+            .live_view()
+            .wait_for_own_verdict(
+                self.config.worker_id,
+                offset,
+                Duration::from_millis(VERDICT_TIMEOUT_MS),
+            )
+            .await?)
     }
 
     /// The pending done, if any (it stays pending until an append of it is acknowledged).
@@ -710,14 +709,7 @@ impl Worker {
     async fn done_verdict(&self, finished: &Finished, offset: i64) -> anyhow::Result<()> {
         let (task_id, token) = (finished.task_id, finished.token);
         self.observer.done_appended(task_id, token, offset);
-        let verdict = self
-            .live_view()
-            .wait_for_own_verdict(
-                self.config.worker_id,
-                offset,
-                Duration::from_millis(VERDICT_TIMEOUT_MS),
-            )
-            .await?;
+        let verdict = self.own_verdict(offset).await?;
         match verdict.event {
             Event::DoneAccepted { .. } | Event::DoneRepeated { .. } => {
                 self.observer.completed(task_id, token, offset);
