@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -153,16 +152,34 @@ pub struct SeenRequests {
     pub fetches: Vec<Option<i32>>,
     /// PRODUCE requests: topic and ack policy.
     pub produces: Vec<(String, AckPolicy)>,
-    /// PRODUCE requests: topic and how many records the batch carried.
+    /// PRODUCE requests: topic and how many records the batch carried (a swallowed or cut
+    /// batch included).
     pub produce_batches: Vec<(String, usize)>,
 }
 
+/// What a [`WatchingProxy`] does to PRODUCE requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProduceFault {
+    /// Passes them on.
+    None,
+    /// A connection that sends one hangs from then on: the request never reaches the broker
+    /// and no answer comes back.
+    Stall,
+    /// The next one to `claims` is dropped (never answered); everything else passes, and the
+    /// fault clears.
+    SwallowNextClaims,
+    /// The next one to `claims` closes its connection before reaching the broker, so its
+    /// sender sees the connection fail; the fault clears.
+    CutNextClaims,
+}
+
 /// A TCP proxy in front of the broker that decodes every request passing through it, to check
-/// what a client sends without changing the client.
+/// what a client sends without changing the client, and to fail PRODUCEs on demand. It passes
+/// requests on frame by frame.
 pub struct WatchingProxy {
     addr: String,
     seen: Arc<Mutex<SeenRequests>>,
-    stall_produces: Arc<AtomicBool>,
+    fault: Arc<Mutex<ProduceFault>>,
     accept: JoinHandle<()>,
 }
 
@@ -177,18 +194,18 @@ impl WatchingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(Mutex::new(SeenRequests::default()));
-        let stall_produces = Arc::new(AtomicBool::new(false));
+        let fault = Arc::new(Mutex::new(ProduceFault::None));
         let accept = {
             let seen = Arc::clone(&seen);
-            let stall_produces = Arc::clone(&stall_produces);
+            let fault = Arc::clone(&fault);
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let upstream = upstream.clone();
                     let seen = Arc::clone(&seen);
-                    let stall_produces = Arc::clone(&stall_produces);
+                    let fault = Arc::clone(&fault);
                     tokio::spawn(async move {
                         if let Ok(broker) = TcpStream::connect(&upstream).await {
-                            relay(client, broker, seen, stall_produces).await;
+                            relay(client, broker, seen, fault).await;
                         }
                     });
                 }
@@ -197,7 +214,7 @@ impl WatchingProxy {
         WatchingProxy {
             addr,
             seen,
-            stall_produces,
+            fault,
             accept,
         }
     }
@@ -205,7 +222,20 @@ impl WatchingProxy {
     /// From now on, a connection that sends a PRODUCE hangs: the request never reaches the
     /// broker and no answer comes back (appends stall; reads on other connections go on).
     pub fn stall_produces(&self) {
-        self.stall_produces.store(true, Ordering::SeqCst);
+        *self.fault.lock().unwrap() = ProduceFault::Stall;
+    }
+
+    /// The next PRODUCE to `claims` is dropped: it never reaches the broker and is never
+    /// answered, while the connection stays open for the requests after it — until the client
+    /// sees the next answer's correlationId out of order and closes the connection (SPEC §2).
+    pub fn swallow_next_claims_produce(&self) {
+        *self.fault.lock().unwrap() = ProduceFault::SwallowNextClaims;
+    }
+
+    /// The next PRODUCE to `claims` closes its connection instead of reaching the broker: its
+    /// append fails, and the client must reconnect (through this proxy again).
+    pub fn cut_next_claims_produce(&self) {
+        *self.fault.lock().unwrap() = ProduceFault::CutNextClaims;
     }
 
     pub fn addr(&self) -> String {
@@ -223,51 +253,94 @@ impl WatchingProxy {
     }
 }
 
+/// What the proxy does with one request frame.
+enum Action {
+    Forward,
+    Drop,
+    Cut,
+    Stall,
+}
+
+/// Records what `request` is and decides, under the fault in force, what to do with it.
+fn inspect(
+    request: Option<booblik_protocol::Request>,
+    seen: &Mutex<SeenRequests>,
+    fault: &Mutex<ProduceFault>,
+) -> Action {
+    let Some(request) = request else {
+        return Action::Forward;
+    };
+    let mut seen = seen.lock().unwrap();
+    match request.body {
+        RequestBody::Fetch(fetch) => {
+            seen.fetches
+                .push(fetch.long_poll.map(|long_poll| long_poll.max_wait_ms));
+            Action::Forward
+        }
+        RequestBody::Produce(produce) => {
+            let topic = produce.topic.as_str().to_owned();
+            seen.produce_batches
+                .push((topic.clone(), produce.records.count()));
+            seen.produces.push((topic.clone(), produce.ack));
+            let mut fault = fault.lock().unwrap();
+            match *fault {
+                ProduceFault::Stall => Action::Stall,
+                ProduceFault::SwallowNextClaims if topic == "claims" => {
+                    *fault = ProduceFault::None;
+                    Action::Drop
+                }
+                ProduceFault::CutNextClaims if topic == "claims" => {
+                    *fault = ProduceFault::None;
+                    Action::Cut
+                }
+                // Another topic's PRODUCE passes; the fault waits for one to `claims`.
+                ProduceFault::None
+                | ProduceFault::SwallowNextClaims
+                | ProduceFault::CutNextClaims => Action::Forward,
+            }
+        }
+        RequestBody::Metadata(_) => Action::Forward,
+    }
+}
+
 async fn relay(
     client: TcpStream,
     broker: TcpStream,
     seen: Arc<Mutex<SeenRequests>>,
-    stall_produces: Arc<AtomicBool>,
+    fault: Arc<Mutex<ProduceFault>>,
 ) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut broker_read, mut broker_write) = broker.into_split();
+    // Dropping this task closes the client's side for answers (with the rest, on a cut).
     let answers = tokio::spawn(async move {
         let _ = tokio::io::copy(&mut broker_read, &mut client_write).await;
     });
     let mut pending = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
-    loop {
+    'connection: loop {
         let read = match client_read.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(read) => read,
         };
         pending.extend_from_slice(&chunk[..read]);
-        let mut stall = false;
-        while let Ok(Decoded::Complete { value, used }) = decode_request_frame(&pending) {
-            if let Ok(request) = value {
-                let mut seen = seen.lock().unwrap();
-                stall |= matches!(request.body, RequestBody::Produce(_))
-                    && stall_produces.load(Ordering::SeqCst);
-                match request.body {
-                    RequestBody::Fetch(fetch) => seen
-                        .fetches
-                        .push(fetch.long_poll.map(|long_poll| long_poll.max_wait_ms)),
-                    RequestBody::Produce(produce) => {
-                        let topic = produce.topic.as_str().to_owned();
-                        seen.produce_batches
-                            .push((topic.clone(), produce.records.count()));
-                        seen.produces.push((topic, produce.ack));
+        loop {
+            let (request, used) = match decode_request_frame(&pending) {
+                Ok(Decoded::Complete { value, used }) => (value.ok(), used),
+                Ok(Decoded::Incomplete { .. }) => break,
+                // Framing the proxy cannot follow: pass the bytes on for the broker to judge.
+                Err(_) => (None, pending.len()),
+            };
+            match inspect(request, &seen, &fault) {
+                Action::Forward => {
+                    if broker_write.write_all(&pending[..used]).await.is_err() {
+                        break 'connection;
                     }
-                    RequestBody::Metadata(_) => {}
                 }
+                Action::Drop => {}
+                Action::Cut => break 'connection,
+                Action::Stall => std::future::pending::<()>().await,
             }
             pending.drain(..used);
-        }
-        if stall {
-            std::future::pending::<()>().await;
-        }
-        if broker_write.write_all(&chunk[..read]).await.is_err() {
-            break;
         }
     }
     answers.abort();
