@@ -32,6 +32,21 @@ const CHILD_STOP_TIMEOUT: Duration = Duration::from_mins(1);
 /// Longest line a child may print as its address.
 const CHILD_ADDR_LINE_MAX_BYTES: u64 = 256;
 
+/// Where a fresh broker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BrokerProcess {
+    /// Inside the harness's process, on its runtime: its threads share one address space with
+    /// the workload's (needed by the hop probe, whose table is per process, and by the soak,
+    /// which restarts the broker).
+    Embedded,
+    /// A child process of its own (this binary's `serve-child`), as a server runs in
+    /// production and as the experiment's peers run: its page-table work (the TLB shootdowns of
+    /// an fsync's write-back, of unmapping a segment) interrupts only CPUs running broker
+    /// threads, not the workload's.
+    Child,
+}
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct BrokerSpec {
@@ -43,16 +58,19 @@ pub struct BrokerSpec {
     pub write_mode: WriteMode,
     /// Segment capacity.
     pub segment_bytes: u64,
+    /// Where the broker runs unless `--broker-process` says otherwise.
+    pub process: BrokerProcess,
 }
 
 impl BrokerSpec {
-    /// The given topics with the broker's defaults for everything else.
+    /// The given topics with the broker's defaults for everything else, embedded.
     pub fn with_topics(topics: impl Into<String>) -> Self {
         Self {
             topics: topics.into(),
             fetch_mode: FetchMode::ZeroCopy,
             write_mode: WriteMode::Mapped,
             segment_bytes: booblik_broker::storage::config::DEFAULT_SEGMENT_BYTES,
+            process: BrokerProcess::Embedded,
         }
     }
 
@@ -111,11 +129,13 @@ impl BrokerHost {
         })
     }
 
-    /// The broker at `external` if given; otherwise a fresh embedded broker over a new temporary
-    /// data directory under `data_parent`, removed when the host is dropped.
+    /// The broker at `external` if given; otherwise a fresh broker (embedded, or in a child
+    /// process: `process`) over a new temporary data directory under `data_parent`, removed
+    /// when the host is dropped.
     pub async fn fresh_or_external(
         external: Option<&str>,
         spec: &BrokerSpec,
+        process: BrokerProcess,
         data_parent: &Path,
     ) -> anyhow::Result<Self> {
         if let Some(addr) = external {
@@ -125,7 +145,10 @@ impl BrokerHost {
             .prefix("booblik-load-")
             .tempdir_in(data_parent)
             .with_context(|| format!("creating a data directory in {}", data_parent.display()))?;
-        let mut host = Self::start_embedded(spec, scratch.path()).await?;
+        let mut host = match process {
+            BrokerProcess::Embedded => Self::start_embedded(spec, scratch.path()).await?,
+            BrokerProcess::Child => Self::start_child(spec, scratch.path()).await?,
+        };
         host.scratch = Some(scratch);
         Ok(host)
     }
@@ -186,6 +209,15 @@ impl BrokerHost {
     /// `host:port` to connect to.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// Where this broker runs; `None` for an external one.
+    pub fn process(&self) -> Option<BrokerProcess> {
+        match self.kind {
+            Kind::Embedded { .. } => Some(BrokerProcess::Embedded),
+            Kind::Child { .. } => Some(BrokerProcess::Child),
+            Kind::External => None,
+        }
     }
 
     /// True when the harness started this broker (and its logs are fresh).
@@ -276,6 +308,7 @@ pub async fn serve_child(args: ServeChildArgs) -> anyhow::Result<()> {
         fetch_mode: args.fetch_mode,
         write_mode: args.write_mode,
         segment_bytes: args.segment_bytes,
+        process: BrokerProcess::Embedded,
     };
     let broker = Broker::start(spec.config(&args.data_dir, loopback_any_port())?)
         .await

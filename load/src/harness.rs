@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::baseline::Baseline;
-use crate::broker_host::{BrokerHost, BrokerSpec};
+use crate::broker_host::{BrokerHost, BrokerProcess, BrokerSpec};
 
 /// Shared state of one invocation.
 #[derive(Debug, Clone)]
@@ -15,6 +15,8 @@ pub struct Harness {
     pub data_parent: PathBuf,
     /// `host:port` of a broker to use instead of starting one (`--broker`).
     pub external_broker: Option<String>,
+    /// Where fresh brokers run (`--broker-process`); each workload's own default otherwise.
+    pub broker_process: Option<BrokerProcess>,
 }
 
 impl Harness {
@@ -25,9 +27,14 @@ impl Harness {
         spec: &BrokerSpec,
         workload: impl AsyncFnOnce(&BrokerHost) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
-        let host =
-            BrokerHost::fresh_or_external(self.external_broker.as_deref(), spec, &self.data_parent)
-                .await?;
+        let process = self.broker_process.unwrap_or(spec.process);
+        let host = BrokerHost::fresh_or_external(
+            self.external_broker.as_deref(),
+            spec,
+            process,
+            &self.data_parent,
+        )
+        .await?;
         let result = workload(&host).await;
         host.stop().await?;
         result

@@ -39,6 +39,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::ack::Ack;
+use crate::broker_host::BrokerProcess;
 use crate::harness::Harness;
 use crate::machine::Machine;
 use crate::progress::Progress;
@@ -131,6 +132,12 @@ struct CommonArgs {
     /// e2e, soak; it needs the topics those workloads use). Fetch always starts its own.
     #[arg(long)]
     broker: Option<String>,
+    /// Where fresh brokers run: `child` (a process of their own) or `embedded` (in this one).
+    /// Default: `child` for `queue` (its peers are server processes too; `embedded` with the
+    /// `hop-probe` feature, whose table is per process), `embedded` for the others (`soak`
+    /// restarts its broker, so it is always embedded).
+    #[arg(long, value_enum)]
+    broker_process: Option<BrokerProcess>,
     /// Directory under which fresh brokers keep their (temporary) data.
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     data_dir: PathBuf,
@@ -769,6 +776,7 @@ async fn prepare(common: &CommonArgs) -> anyhow::Result<(Harness, Machine)> {
             baseline,
             data_parent: common.data_dir.clone(),
             external_broker: common.broker.clone(),
+            broker_process: common.broker_process,
         },
         machine,
     ))

@@ -1,5 +1,6 @@
 //! A tiny queue run (3 workers, 30 tasks) through the binary: the JSON report carries every
-//! key of the experiment's contract, every task is completed, and no effect is duplicated.
+//! key of the experiment's contract, every task is completed, and no effect is duplicated. The
+//! broker ran in a child process, as the peers' servers do.
 
 mod support;
 
@@ -45,6 +46,8 @@ fn a_tiny_run_with_pick(pick: &str) {
     let run = &runs[0];
     assert_eq!(run["kind"], "queue");
     assert_eq!(run["system"], "booblik");
+    // Like the peers' servers, the broker runs in a process of its own unless told otherwise.
+    assert_eq!(run["broker_process"], "child");
     assert_eq!(run["claim_ack"], "forced");
     assert!(run["chaos"].is_null());
     assert_eq!(integer(run, "pool"), 1);

@@ -42,6 +42,7 @@ pub mod tally;
 pub mod thread;
 
 use crate::ack::Ack;
+use crate::broker_host::BrokerProcess;
 use crate::latency::Percentiles;
 use booblik_samples::queue::pick::Pick;
 use serde::Serialize;
@@ -210,6 +211,9 @@ pub struct QueueRunConfig {
 pub struct QueueRun {
     /// `"booblik"` or the peer's name.
     pub system: &'static str,
+    /// Where booblik's broker ran: `"child"` (a process of its own, like the peers' servers)
+    /// or `"embedded"` (in the harness's process); null for a peer, JetStream or `--broker`.
+    pub broker_process: Option<BrokerProcess>,
     /// Which repetition of its configuration (0-based).
     pub repetition: u32,
     /// Workers (replacements not counted).

@@ -40,7 +40,7 @@ use super::tally::Tally;
 use super::thread::{Joined, WorkerThread};
 use super::{Arrival, ChaosMode, PoolConnection, QueueRatios, QueueRun, QueueRunConfig, arrival};
 use crate::baseline::Baseline;
-use crate::broker_host::BrokerSpec;
+use crate::broker_host::{BrokerProcess, BrokerSpec};
 use crate::cpu;
 use crate::harness::Harness;
 use crate::latency::LatencyRecorder;
@@ -86,12 +86,22 @@ struct Backend {
     claims_topic: String,
     /// Whether the logs hold this run's records only.
     fresh: bool,
+    /// Where the booblik broker ran (null: an external one, or JetStream).
+    broker_process: Option<BrokerProcess>,
 }
 
 /// Runs one configuration against a fresh broker (or `--broker`).
 pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<QueueOutcome> {
     anyhow::ensure!(config.workers > 0 && config.tasks > 0, "an empty run");
-    let spec = BrokerSpec::with_topics(format!("{TASKS_TOPIC}:1,{CLAIMS_TOPIC}:1"));
+    let spec = BrokerSpec {
+        // Like the peers, a server process of its own; the hop probe needs it in this one.
+        process: if booblik_protocol::probe::ENABLED {
+            BrokerProcess::Embedded
+        } else {
+            BrokerProcess::Child
+        },
+        ..BrokerSpec::with_topics(format!("{TASKS_TOPIC}:1,{CLAIMS_TOPIC}:1"))
+    };
     harness
         .with_broker(&spec, async |host| {
             let addr = host.addr().to_owned();
@@ -108,6 +118,7 @@ pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<Qu
                 tasks_topic: TASKS_TOPIC.to_owned(),
                 claims_topic: CLAIMS_TOPIC.to_owned(),
                 fresh: host.is_fresh(),
+                broker_process: host.process(),
             };
             conduct(&backend, config, &harness.baseline).await
         })
@@ -148,6 +159,7 @@ pub async fn run_on_jetstream(
         tasks_topic: tasks_topic.clone(),
         claims_topic: claims_topic.clone(),
         fresh: true,
+        broker_process: None,
     };
     let outcome = conduct(&backend, config, &harness.baseline).await;
     for topic in [&tasks_topic, &claims_topic] {
@@ -438,6 +450,7 @@ async fn conduct(
     let effect_counts = effects.counts();
     let run = QueueRun {
         system: config.system.name(),
+        broker_process: backend.broker_process,
         repetition: config.repetition,
         workers: config.workers,
         pool: config.pool as u64,

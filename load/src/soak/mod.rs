@@ -34,7 +34,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::broker_host::{BrokerHost, BrokerSpec};
+use crate::broker_host::{BrokerHost, BrokerProcess, BrokerSpec};
 use crate::harness::Harness;
 use crate::progress::Progress;
 use ledger::Ledger;
@@ -136,9 +136,11 @@ pub async fn run(
         "payloads carry an 8-byte identity"
     );
     let spec = BrokerSpec::with_topics(format!("{TOPIC}:{}", config.partitions));
+    // Embedded whatever `--broker-process` says: the soak restarts its broker.
     let mut host = BrokerHost::fresh_or_external(
         harness.external_broker.as_deref(),
         &spec,
+        BrokerProcess::Embedded,
         &harness.data_parent,
     )
     .await?;

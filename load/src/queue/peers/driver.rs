@@ -728,6 +728,7 @@ async fn conduct(
     let effect_counts = effects.counts();
     let run = QueueRun {
         system: peer.name(),
+        broker_process: None,
         repetition: config.repetition,
         workers: config.workers,
         pool: 1,
