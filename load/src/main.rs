@@ -657,7 +657,36 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    if let Command::ServeChild(args) = command {
+        return broker_host::serve_child(args).await;
+    }
+    // Stopped by a signal, the harness drops the workload — its peer servers are stopped by
+    // their pid, child brokers killed, temporary data directories removed — instead of dying
+    // with them still running and on disk.
+    tokio::select! {
+        result = run(command) => result,
+        signal = stop_signal() => bail!("stopped by {signal}; its servers and temporary data were removed"),
+    }
+}
+
+/// The first SIGINT or SIGTERM; never, if the handlers cannot be installed.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::ServeChild(args) => broker_host::serve_child(args).await,
         Command::Baseline(common) => {
             let (harness, machine) = prepare(&common).await?;
