@@ -146,6 +146,7 @@ pub async fn run(harness: &Harness, config: FetchConfig) -> anyhow::Result<Vec<F
         for (m, mode) in modes.into_iter().enumerate() {
             let spec = BrokerSpec {
                 fetch_mode: mode,
+                write_mode: harness.write_mode,
                 ..BrokerSpec::with_topics(format!("{TOPIC}:1"))
             };
             let host = BrokerHost::start_child(&spec, scratch.path()).await?;

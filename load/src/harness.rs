@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use crate::baseline::Baseline;
+use booblik_broker::storage::WriteMode;
+
 use crate::broker_host::{BrokerHost, BrokerProcess, BrokerSpec};
 
 /// Shared state of one invocation.
@@ -17,6 +19,8 @@ pub struct Harness {
     pub external_broker: Option<String>,
     /// Where fresh brokers run (`--broker-process`); each workload's own default otherwise.
     pub broker_process: Option<BrokerProcess>,
+    /// How fresh brokers write their segments (`--write-mode`).
+    pub write_mode: WriteMode,
 }
 
 impl Harness {
@@ -28,9 +32,13 @@ impl Harness {
         workload: impl AsyncFnOnce(&BrokerHost) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let process = self.broker_process.unwrap_or(spec.process);
+        let spec = BrokerSpec {
+            write_mode: self.write_mode,
+            ..spec.clone()
+        };
         let host = BrokerHost::fresh_or_external(
             self.external_broker.as_deref(),
-            spec,
+            &spec,
             process,
             &self.data_parent,
         )

@@ -138,6 +138,10 @@ struct CommonArgs {
     /// restarts its broker, so it is always embedded).
     #[arg(long, value_enum)]
     broker_process: Option<BrokerProcess>,
+    /// How fresh brokers write their segments: `mapped` (the broker's default) or `file`
+    /// (`docs/storage.md` § Write modes).
+    #[arg(long, default_value = "mapped")]
+    write_mode: booblik_broker::storage::WriteMode,
     /// Directory under which fresh brokers keep their (temporary) data.
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     data_dir: PathBuf,
@@ -806,6 +810,7 @@ async fn prepare(common: &CommonArgs) -> anyhow::Result<(Harness, Machine)> {
             data_parent: common.data_dir.clone(),
             external_broker: common.broker.clone(),
             broker_process: common.broker_process,
+            write_mode: common.write_mode,
         },
         machine,
     ))

@@ -11,16 +11,20 @@ fn a_tiny_queue_run_completes_every_task_exactly_once() {
     // Rendezvous runs at protocol level 2: its heartbeats and releases share the claims log
     // with the claims the report counts.
     for pick in ["random", "rendezvous"] {
-        a_tiny_run_with_pick(pick);
+        a_tiny_run_with_pick(pick, "mapped");
     }
+    // The broker's other write mode, by the harness's flag.
+    a_tiny_run_with_pick("random", "file");
 }
 
-fn a_tiny_run_with_pick(pick: &str) {
+fn a_tiny_run_with_pick(pick: &str, write_mode: &str) {
     let dir = tempfile::tempdir().unwrap();
     let report = run_report(
         dir.path(),
         &[
             "queue",
+            "--write-mode",
+            write_mode,
             "--workers",
             "3",
             "--pick",
@@ -48,6 +52,7 @@ fn a_tiny_run_with_pick(pick: &str) {
     assert_eq!(run["system"], "booblik");
     // Like the peers' servers, the broker runs in a process of its own unless told otherwise.
     assert_eq!(run["broker_process"], "child");
+    assert_eq!(run["broker_write_mode"], write_mode);
     assert_eq!(run["claim_ack"], "forced");
     assert!(run["chaos"].is_null());
     assert_eq!(integer(run, "pool"), 1);

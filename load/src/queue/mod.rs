@@ -214,6 +214,9 @@ pub struct QueueRun {
     /// Where booblik's broker ran: `"child"` (a process of its own, like the peers' servers)
     /// or `"embedded"` (in the harness's process); null for a peer, JetStream or `--broker`.
     pub broker_process: Option<BrokerProcess>,
+    /// How booblik's broker wrote its segments: `"mapped"` or `"file"` (`--write-mode`); null
+    /// where `broker_process` is.
+    pub broker_write_mode: Option<&'static str>,
     /// Which repetition of its configuration (0-based).
     pub repetition: u32,
     /// Workers (replacements not counted).

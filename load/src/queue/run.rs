@@ -88,6 +88,8 @@ struct Backend {
     fresh: bool,
     /// Where the booblik broker ran (null: an external one, or JetStream).
     broker_process: Option<BrokerProcess>,
+    /// How it wrote its segments (null: an external one, or JetStream).
+    broker_write_mode: Option<&'static str>,
 }
 
 /// Runs one configuration against a fresh broker (or `--broker`).
@@ -119,6 +121,7 @@ pub async fn run(harness: &Harness, config: QueueRunConfig) -> anyhow::Result<Qu
                 claims_topic: CLAIMS_TOPIC.to_owned(),
                 fresh: host.is_fresh(),
                 broker_process: host.process(),
+                broker_write_mode: host.process().map(|_| harness.write_mode.name()),
             };
             conduct(&backend, config, &harness.baseline).await
         })
@@ -160,6 +163,7 @@ pub async fn run_on_jetstream(
         claims_topic: claims_topic.clone(),
         fresh: true,
         broker_process: None,
+        broker_write_mode: None,
     };
     let outcome = conduct(&backend, config, &harness.baseline).await;
     for topic in [&tasks_topic, &claims_topic] {
@@ -451,6 +455,7 @@ async fn conduct(
     let run = QueueRun {
         system: config.system.name(),
         broker_process: backend.broker_process,
+        broker_write_mode: backend.broker_write_mode,
         repetition: config.repetition,
         workers: config.workers,
         pool: config.pool as u64,

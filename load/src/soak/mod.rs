@@ -135,7 +135,10 @@ pub async fn run(
         config.min_bytes >= ledger::IDENTITY_BYTES && config.min_bytes <= config.max_bytes,
         "payloads carry an 8-byte identity"
     );
-    let spec = BrokerSpec::with_topics(format!("{TOPIC}:{}", config.partitions));
+    let spec = BrokerSpec {
+        write_mode: harness.write_mode,
+        ..BrokerSpec::with_topics(format!("{TOPIC}:{}", config.partitions))
+    };
     // Embedded whatever `--broker-process` says: the soak restarts its broker.
     let mut host = BrokerHost::fresh_or_external(
         harness.external_broker.as_deref(),

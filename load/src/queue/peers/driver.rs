@@ -729,6 +729,7 @@ async fn conduct(
     let run = QueueRun {
         system: peer.name(),
         broker_process: None,
+        broker_write_mode: None,
         repetition: config.repetition,
         workers: config.workers,
         pool: 1,
