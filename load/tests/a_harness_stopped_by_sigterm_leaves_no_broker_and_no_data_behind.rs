@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::QUICK_BASELINE;
+use support::{QUICK_BASELINE, backlog_queue};
 
 /// Longest the test waits for each step.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
@@ -68,26 +68,8 @@ fn a_harness_stopped_by_sigterm_leaves_no_broker_and_no_data_behind() {
     let dir = tempfile::tempdir().unwrap();
     // Far more work than the test waits for: the run is stopped in the middle.
     let mut harness = Command::new(env!("CARGO_BIN_EXE_booblik-load"))
-        .args([
-            "queue",
-            "--workers",
-            "3",
-            "--pick",
-            "random",
-            "--arrival",
-            "backlog",
-            "--tasks",
-            "100000",
-            "--work-ms",
-            "5",
-            "--repetitions",
-            "1",
-            "--no-extra-queue-runs",
-            "--pool",
-            "1",
-            "--max-run-s",
-            "120",
-        ])
+        .args(backlog_queue("100000"))
+        .args(["--work-ms", "5", "--pool", "1", "--max-run-s", "120"])
         .args(QUICK_BASELINE)
         .arg("--data-dir")
         .arg(dir.path())

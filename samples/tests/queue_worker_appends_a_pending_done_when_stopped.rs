@@ -7,39 +7,22 @@ mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::worker::read_logs;
-use queue_worker_support::{
-    EmbeddedBroker, WatchingProxy, quick_config, start_working_on_one_task, wait_until,
-};
+use queue_worker_support::{FirstOfTwoTasks, wait_until, working_on_the_first_of_two_tasks};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_worker_appends_the_done_whose_batch_was_never_answered() {
-    let broker = EmbeddedBroker::start().await;
-    let proxy = WatchingProxy::start(broker.addr()).await;
-    let submitter = broker.client().await;
-    // Long enough work to arm the proxy while the worker is on the first task.
-    let working = start_working_on_one_task(
-        &submitter,
-        proxy.client().await,
-        quick_config(5_000, 300),
-        b"first",
-    )
-    .await;
-    // A second task, so the first one's done rides with a claim.
-    booblik_samples::queue::worker::submit_task(&submitter, "tasks", b"second".to_vec())
-        .await
-        .unwrap();
+    let FirstOfTwoTasks {
+        broker: _broker,
+        proxy,
+        submitter,
+        working,
+    } = working_on_the_first_of_two_tasks().await;
     // The batch [done of the first, claim of the second] reaches the proxy and is dropped there:
     // never appended, never answered. The worker is stopped while it waits for that answer.
     proxy.swallow_next_claims_produce();
     wait_until(
         "the done and the next claim were sent as one batch",
-        || async {
-            proxy
-                .seen()
-                .produce_batches
-                .iter()
-                .any(|(topic, records)| topic == "claims" && *records == 2)
-        },
+        || async { proxy.seen().claims_batches().contains(&2) },
     )
     .await;
 

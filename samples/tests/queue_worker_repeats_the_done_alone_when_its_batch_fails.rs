@@ -5,26 +5,17 @@
 mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
-use booblik_samples::queue::worker::{read_logs, submit_task};
-use queue_worker_support::{
-    EmbeddedBroker, WatchingProxy, quick_config, start_working_on_one_task, wait_until,
-};
+use booblik_samples::queue::worker::read_logs;
+use queue_worker_support::{FirstOfTwoTasks, wait_until, working_on_the_first_of_two_tasks};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_done_of_a_failed_batch_is_appended_alone_before_the_next_claim() {
-    let broker = EmbeddedBroker::start().await;
-    let proxy = WatchingProxy::start(broker.addr()).await;
-    let submitter = broker.client().await;
-    let working = start_working_on_one_task(
-        &submitter,
-        proxy.client().await,
-        quick_config(5_000, 300),
-        b"first",
-    )
-    .await;
-    submit_task(&submitter, "tasks", b"second".to_vec())
-        .await
-        .unwrap();
+    let FirstOfTwoTasks {
+        broker: _broker,
+        proxy,
+        submitter,
+        working,
+    } = working_on_the_first_of_two_tasks().await;
     // The batch [done of the first, claim of the second] closes the worker's connection.
     proxy.cut_next_claims_produce();
     wait_until("both tasks are completed", || async {
@@ -33,15 +24,8 @@ async fn the_done_of_a_failed_batch_is_appended_alone_before_the_next_claim() {
     .await;
     working.running.stop().await;
 
-    let claims_batches: Vec<usize> = proxy
-        .seen()
-        .produce_batches
-        .into_iter()
-        .filter(|(topic, _)| topic == "claims")
-        .map(|(_, records)| records)
-        .collect();
     // claim 1 | done 1 + claim 2, cut | done 1 alone | claim 2 | done 2
-    assert_eq!(claims_batches, vec![1, 2, 1, 1, 1]);
+    assert_eq!(proxy.seen().claims_batches(), vec![1, 2, 1, 1, 1]);
 
     let (_, claims) = read_logs(submitter, "tasks", "claims").await.unwrap();
     let kinds: Vec<(&str, bool)> = claims

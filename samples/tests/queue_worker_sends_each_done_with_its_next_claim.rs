@@ -15,12 +15,7 @@ const TASKS: u64 = 3;
 /// record count of each of its appends to `claims`, and the kinds of the claims log's records.
 async fn claims_batches_of_a_worker(config: WorkerConfig) -> (Vec<usize>, Vec<&'static str>) {
     let (seen, submitter, _broker) = run_one_worker_through_a_proxy(config, TASKS).await;
-    let batches = seen
-        .produce_batches
-        .into_iter()
-        .filter(|(topic, _)| topic == "claims")
-        .map(|(_, records)| records)
-        .collect();
+    let batches = seen.claims_batches();
     let (_, claims) = read_logs(submitter, "tasks", "claims").await.unwrap();
     let kinds = claims
         .iter()

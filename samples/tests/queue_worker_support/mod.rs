@@ -157,6 +157,17 @@ pub struct SeenRequests {
     pub produce_batches: Vec<(String, usize)>,
 }
 
+impl SeenRequests {
+    /// The record count of each PRODUCE to `claims`, in the order they were sent.
+    pub fn claims_batches(&self) -> Vec<usize> {
+        self.produce_batches
+            .iter()
+            .filter(|(topic, _)| topic == "claims")
+            .map(|(_, records)| *records)
+            .collect()
+    }
+}
+
 /// What a [`WatchingProxy`] does to PRODUCE requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ProduceFault {
@@ -383,6 +394,40 @@ pub async fn start_working_on_one_task(
         events,
         task_id,
         token,
+    }
+}
+
+/// A worker behind a [`WatchingProxy`], working (300 ms) on the first of two submitted tasks,
+/// so that its done will ride with the claim of the second: the start of the tests that fail
+/// that batch. The broker lives as long as the returned value.
+pub struct FirstOfTwoTasks {
+    pub broker: EmbeddedBroker,
+    pub proxy: WatchingProxy,
+    /// A client of the broker itself (not through the proxy), to read the logs back.
+    pub submitter: Client,
+    pub working: WorkingWorker,
+}
+
+pub async fn working_on_the_first_of_two_tasks() -> FirstOfTwoTasks {
+    let broker = EmbeddedBroker::start().await;
+    let proxy = WatchingProxy::start(broker.addr()).await;
+    let submitter = broker.client().await;
+    // Work long enough for a test to arm the proxy while the worker is on the first task.
+    let working = start_working_on_one_task(
+        &submitter,
+        proxy.client().await,
+        quick_config(5_000, 300),
+        b"first",
+    )
+    .await;
+    submit_task(&submitter, "tasks", b"second".to_vec())
+        .await
+        .expect("the second task is submitted");
+    FirstOfTwoTasks {
+        broker,
+        proxy,
+        submitter,
+        working,
     }
 }
 
