@@ -7,16 +7,13 @@ mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::worker::read_logs;
-use queue_worker_support::{FirstOfTwoTasks, wait_until, working_on_the_first_of_two_tasks};
+use queue_worker_support::{wait_until, working_on_the_first_of_two_tasks};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_worker_appends_the_done_whose_batch_was_never_answered() {
-    let FirstOfTwoTasks {
-        broker: _broker,
-        proxy,
-        submitter,
-        working,
-    } = working_on_the_first_of_two_tasks().await;
+    // Holds the broker for the whole test.
+    let first = working_on_the_first_of_two_tasks().await;
+    let (proxy, working) = (&first.proxy, first.working);
     // The batch [done of the first, claim of the second] reaches the proxy and is dropped there:
     // never appended, never answered. The worker is stopped while it waits for that answer.
     proxy.swallow_next_claims_produce();
@@ -28,7 +25,9 @@ async fn a_stopped_worker_appends_the_done_whose_batch_was_never_answered() {
 
     let stats = working.running.stop().await;
 
-    let (_, claims) = read_logs(submitter, "tasks", "claims").await.unwrap();
+    let (_, claims) = read_logs(first.submitter.clone(), "tasks", "claims")
+        .await
+        .unwrap();
     let dones: Vec<_> = claims
         .iter()
         .filter_map(|(_, record)| match record {

@@ -6,16 +6,13 @@ mod queue_worker_support;
 
 use booblik_samples::queue::record::ClaimsRecord;
 use booblik_samples::queue::worker::read_logs;
-use queue_worker_support::{FirstOfTwoTasks, wait_until, working_on_the_first_of_two_tasks};
+use queue_worker_support::{wait_until, working_on_the_first_of_two_tasks};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_done_of_a_failed_batch_is_appended_alone_before_the_next_claim() {
-    let FirstOfTwoTasks {
-        broker: _broker,
-        proxy,
-        submitter,
-        working,
-    } = working_on_the_first_of_two_tasks().await;
+    // Holds the broker for the whole test.
+    let first = working_on_the_first_of_two_tasks().await;
+    let (proxy, working) = (&first.proxy, first.working);
     // The batch [done of the first, claim of the second] closes the worker's connection.
     proxy.cut_next_claims_produce();
     wait_until("both tasks are completed", || async {
@@ -27,7 +24,9 @@ async fn the_done_of_a_failed_batch_is_appended_alone_before_the_next_claim() {
     // claim 1 | done 1 + claim 2, cut | done 1 alone | claim 2 | done 2
     assert_eq!(proxy.seen().claims_batches(), vec![1, 2, 1, 1, 1]);
 
-    let (_, claims) = read_logs(submitter, "tasks", "claims").await.unwrap();
+    let (_, claims) = read_logs(first.submitter.clone(), "tasks", "claims")
+        .await
+        .unwrap();
     let kinds: Vec<(&str, bool)> = claims
         .iter()
         .map(|(_, record)| match record {
