@@ -19,7 +19,7 @@
 #
 # Its own compose project, a free subnet and engine-picked host ports, like check.sh; on failure
 # it prints the services' state and logs. Environment (optional): BOOBLIK_IMAGE (default
-# booblik:dev), BOOBLIK_NET_PREFIX, BOOBLIK_JS_TASK_COUNT (default 90).
+# booblik:dev), BOOBLIK_NET_PREFIX, BOOBLIK_JS_TASK_COUNT (default 150; the compose file's own default is 90).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,7 +61,9 @@ for port_var in BOOBLIK_NATS_0_PORT BOOBLIK_NATS_1_PORT BOOBLIK_NATS_2_PORT \
   export "$port_var="
 done
 export BOOBLIK_PUBLISH_RATE=${BOOBLIK_PUBLISH_RATE:-100}
-export BOOBLIK_JS_TASK_COUNT=${BOOBLIK_JS_TASK_COUNT:-90}
+# 150 tasks of 500 ms on three workers are about 25 s of work: the kill lands mid-queue even
+# when compose is slow to start the workers (27-28 of 90 were done at the kill on 2026-12-03).
+export BOOBLIK_JS_TASK_COUNT=${BOOBLIK_JS_TASK_COUNT:-150}
 
 docker info >/dev/null 2>&1 || fail "no Docker engine reachable"
 need_tools
@@ -150,14 +152,24 @@ done
 wait_until "$CLUSTER_WITHIN_S" "the cluster to elect a meta leader" meta_leader_known nats-0
 log "cluster: 3 nodes healthy, meta leader $(monitor nats-0 /jsz | jq -r .meta_cluster.leader)"
 
-# js-topics and js-queue-topics (one-shots, pulled in as dependencies) create the streams first.
-compose "${PROFILES[@]}" up -d "${SAMPLES[@]}" "${WORKERS[@]}" js-queue-submitter >&2
-for sample in "${SAMPLES[@]}" "${WORKERS[@]}"; do remember "$sample" 8080; done
+# js-topics (a one-shot, pulled in as a dependency) creates the events streams first.
+compose "${PROFILES[@]}" up -d "${SAMPLES[@]}" >&2
+for sample in "${SAMPLES[@]}"; do remember "$sample" 8080; done
 for consumer in "${CONSUMERS[@]}"; do
   wait_until "$START_WITHIN_S" "$consumer to handle records" stats_gt "$consumer" .records 0
 done
 wait_until "$PROGRESS_WITHIN_S" "the projection to fold events" stats_gt js-projection .events 0
 log "publisher: $(stats js-publisher | jq -c '{sent, failed, per_partition}')"
+
+# The queue starts only now, so its whole run is left for the kill: three workers get through 90
+# tasks in about 15 s (500 ms each), and when they started with the events samples a slow machine
+# spent that long bringing the consumers up (CI, 2026-12-03: the check failed after 40 s, a run
+# whose machine took 2 156 s for all of CI against 1 221 s the stop before; the workers finishing
+# every task before the kill is the likeliest of the checks that can fail that early; CI kept only
+# the tail of the output, without the message). js-queue-topics (a one-shot dependency) creates
+# the queue's streams first.
+compose "${PROFILES[@]}" up -d "${WORKERS[@]}" js-queue-submitter >&2
+for worker in "${WORKERS[@]}"; do remember "$worker" 8080; done
 # The submitter appends every task before the kill: queue-submit does not retry an append that
 # fails while the tasks stream elects a leader (a blind retry could enqueue a task twice).
 wait_until "$SUBMIT_WITHIN_S" "js-queue-submitter to submit its $BOOBLIK_JS_TASK_COUNT tasks" submitter_done
