@@ -69,9 +69,15 @@ teardown() {
     log "PASS: compose checks in $((SECONDS - started)) s"
   else
     log "FAILED (exit $status) after $((SECONDS - started)) s"
+    if [ -s "$BOOBLIK_CHECK_FAILURE_FILE" ]; then
+      log "FAILED because: $(tr '\n' ' ' <"$BOOBLIK_CHECK_FAILURE_FILE")"
+    fi
   fi
+  rm -f "$BOOBLIK_CHECK_FAILURE_FILE"
   exit "$status"
 }
+BOOBLIK_CHECK_FAILURE_FILE=$(mktemp)
+export BOOBLIK_CHECK_FAILURE_FILE
 trap teardown EXIT
 trap 'exit 130' INT TERM
 

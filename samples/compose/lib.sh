@@ -9,7 +9,13 @@ readonly HTTP_TIMEOUT_S=5
 readonly POLL_EVERY_S=0.5
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-fail() { log "FAIL: $*"; exit 1; }
+# The message also goes to $BOOBLIK_CHECK_FAILURE_FILE when set (check.sh, check-cluster.sh), so the
+# teardown can repeat it last, after the services' logs: CI keeps only the tail of long output.
+fail() {
+  log "FAIL: $*"
+  if [ -n "${BOOBLIK_CHECK_FAILURE_FILE:-}" ]; then printf '%s\n' "$*" >>"$BOOBLIK_CHECK_FAILURE_FILE"; fi
+  exit 1
+}
 
 # `docker compose` (plugin) when present, else standalone `docker-compose`. The project name
 # and file come from COMPOSE_PROJECT_NAME and COMPOSE_FILE, exported by check.sh.
