@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test file uses a part of it
 
+pub mod processes;
+
 use std::path::Path;
 use std::process::Command;
 
