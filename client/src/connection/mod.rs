@@ -10,7 +10,9 @@
 //!  caller's oneshot ◄──────────────────────── pop FIFO head, compare id ◄── frame
 //! ```
 //!
-//! * One task owns the socket's write half (`writer`); callers never touch it.
+//! * One task writes the socket's write half (`writer`) — except that a caller finding that
+//!   task with nothing in hand writes its request itself, under a lock, in order (`writer`,
+//!   § Writing through): a lone request then costs no task hand-off.
 //! * The broker answers in request order, so pending requests form a FIFO whose head must carry
 //!   the answer's correlationId (`pending`). A mismatch closes the connection and every
 //!   pending request fails with [`ClientError::CorrelationMismatch`] naming both ids.
@@ -58,7 +60,7 @@ use crate::connection::response::{
     Decoder, RequestLabel, decode_fetch, decode_metadata, decode_produce,
 };
 use crate::connection::shared::Shared;
-use crate::connection::writer::Submission;
+use crate::connection::writer::{Gate, Submission, WriteThrough};
 use crate::error::ClientError;
 
 /// Largest `maxBytes` a FETCH is sent with; larger values are lowered to it, so every answer
@@ -82,6 +84,8 @@ struct Handle {
     config: ConnectionConfig,
     shared: Arc<Shared>,
     submissions: mpsc::Sender<Submission>,
+    /// The socket's write half, for writing through when the writer task has nothing in hand.
+    gate: Arc<Gate>,
     ids: CorrelationIds,
 }
 
@@ -136,7 +140,8 @@ impl Connection {
         let (read, write) = stream.into_split();
         let shared = Arc::new(Shared::new(peer, &config));
         let (submissions, queue) = mpsc::channel(config.request_queue_depth);
-        tokio::spawn(writer::run(Arc::clone(&shared), queue, write));
+        let gate = Arc::new(Gate::new(write));
+        tokio::spawn(writer::run(Arc::clone(&shared), queue, Arc::clone(&gate)));
         tokio::spawn(reader::run(
             Arc::clone(&shared),
             read,
@@ -149,6 +154,7 @@ impl Connection {
                 config,
                 shared,
                 submissions,
+                gate,
                 ids: CorrelationIds::new(),
             }),
         })
@@ -363,17 +369,28 @@ impl Connection {
             reply,
             submitted: booblik_protocol::probe::Stamp::now(),
         };
-        match tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await {
-            // Not on the wire yet: the queue is full, but the connection is not broken.
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    api: api.name(),
-                    correlation_id,
-                    timeout_ms,
-                });
+        // Straight onto the socket when the writer task has nothing in hand (`writer.rs`,
+        // § Writing through); else through its channel, counted so that nobody overtakes it.
+        if let WriteThrough::Queue(submission) =
+            handle.gate.write_through(&handle.shared, submission)
+        {
+            handle.gate.count_queued();
+            let sent = tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await;
+            if !matches!(sent, Ok(Ok(()))) {
+                handle.gate.uncount(1);
             }
-            Ok(Err(_)) => return Err(handle.shared.closed_error()),
-            Ok(Ok(())) => {}
+            match sent {
+                // Not on the wire yet: the queue is full, but the connection is not broken.
+                Err(_) => {
+                    return Err(ClientError::Timeout {
+                        api: api.name(),
+                        correlation_id,
+                        timeout_ms,
+                    });
+                }
+                Ok(Err(_)) => return Err(handle.shared.closed_error()),
+                Ok(Ok(())) => {}
+            }
         }
         Ok(ResponseFuture {
             reply: receiver,

@@ -13,15 +13,35 @@
 //! force an early flush: waiting for an in-flight permit (the answers that free one need the
 //! broker to *see* the buffered requests), and nothing else queued. An `ack = NONE` caller is
 //! told "written" only after the flush that carried its request.
+//!
+//! # Writing through
+//!
+//! A lone request should not pay a task hand-off: waking the writer task costs a thread
+//! wake-up (tens of microseconds on an idle VM), more than the write itself. So when the writer
+//! task has nothing in hand — no submission sent to it and not yet written whole — a caller
+//! writes its request itself, with one non-blocking vectored write, under the [`Gate`]'s lock
+//! (held only for that system call, never across an `.await`). The rules that keep the stream
+//! whole and in order:
+//!
+//! * The gate counts the submissions on their way through the writer task (`backlog`): a caller
+//!   counts its own before it sends it to the channel, the writer task uncounts them once
+//!   written. A caller writes through only while that count is zero, so it never overtakes a
+//!   request submitted before it.
+//! * It registers its request in the pending FIFO before the write, under the same lock, as the
+//!   writer task does.
+//! * A write the socket takes only in part leaves the rest with the gate (counted in `backlog`);
+//!   the writer task writes that rest before anything else, since a frame begun on the wire must
+//!   be finished before the next one starts.
+//! * A caller that would have to wait for an in-flight permit goes through the channel: the
+//!   writer task is the one that waits.
 
 use std::io::IoSlice;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use booblik_protocol::ApiKey;
 use bytes::{Buf, Bytes};
-use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{TryAcquireError, mpsc};
+use tokio::sync::{Notify, TryAcquireError, mpsc};
 
 use crate::connection::pending::{Pending, PendingKind, Reply};
 use crate::connection::shared::Shared;
@@ -52,11 +72,205 @@ pub(crate) struct Submission {
     pub(crate) submitted: booblik_protocol::probe::Stamp,
 }
 
+/// The socket's write half, shared by the writer task and the callers that write through
+/// (module docs, § Writing through).
+#[derive(Debug)]
+pub(crate) struct Gate {
+    state: Mutex<GateState>,
+    /// Wakes the writer task when a write-through left a rest for it.
+    rest_left: Notify,
+}
+
+#[derive(Debug)]
+struct GateState {
+    /// `None` once the writer task stopped: nothing may be written any more.
+    socket: Option<Arc<OwnedWriteHalf>>,
+    /// Submissions sent (or being sent) to the writer task, and a write-through's rest, not
+    /// yet written whole. Writing through is allowed only at zero.
+    backlog: usize,
+    /// What a write-through could not write at once, to be written before anything else.
+    rest: Vec<Bytes>,
+    /// The `ack = NONE` reply of the request whose rest that is: "written" once it is.
+    rest_reply: Option<Reply>,
+}
+
+/// What [`Gate::write_through`] did with a submission.
+pub(crate) enum WriteThrough {
+    /// It is on the wire, or with the gate for the writer task to finish, or failed with the
+    /// connection: either way its reply will come.
+    Taken,
+    /// The writer task has work in hand (or no permit is free): send it to the channel, after
+    /// counting it with [`Gate::count_queued`].
+    Queue(Submission),
+}
+
+impl Gate {
+    pub(crate) fn new(socket: OwnedWriteHalf) -> Self {
+        Self {
+            state: Mutex::new(GateState {
+                socket: Some(Arc::new(socket)),
+                backlog: 0,
+                rest: Vec::new(),
+                rest_reply: None,
+            }),
+            rest_left: Notify::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, GateState> {
+        // Nothing panics while holding the lock; a poisoned lock still guards consistent state.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `submission` on the caller's task when the writer task has nothing in hand.
+    pub(crate) fn write_through(&self, shared: &Shared, submission: Submission) -> WriteThrough {
+        let mut state = self.state();
+        let Some(socket) = state.socket.clone() else {
+            return WriteThrough::Queue(submission);
+        };
+        if state.backlog != 0 {
+            return WriteThrough::Queue(submission);
+        }
+        let permit = if submission.expects_response {
+            match Arc::clone(&shared.in_flight).try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                // The writer task waits for a permit (or reports the closed connection).
+                Err(_) => return WriteThrough::Queue(submission),
+            }
+        } else {
+            None
+        };
+        let Submission {
+            correlation_id,
+            api,
+            frame,
+            records,
+            expects_response: _,
+            reply,
+            submitted,
+        } = submission;
+        let (kind, written_reply) = match permit {
+            Some(permit) => (
+                PendingKind::Answered {
+                    reply,
+                    _permit: permit,
+                },
+                None,
+            ),
+            None => (PendingKind::Unanswered, Some(reply)),
+        };
+        if let Err(error) = shared.push(Pending {
+            correlation_id,
+            kind,
+        }) {
+            // Closed meanwhile: `push` failed an answered request's reply already.
+            if let Some(reply) = written_reply {
+                let _ = reply.send(Err(error));
+            }
+            return WriteThrough::Taken;
+        }
+        let mut pieces: Vec<Bytes> = Vec::with_capacity(2);
+        pieces.push(frame);
+        pieces.extend(records.filter(|records| !records.is_empty()));
+        let slices = [
+            IoSlice::new(&pieces[0]),
+            IoSlice::new(pieces.last().unwrap()),
+        ];
+        let slices = &slices[..pieces.len()];
+        let written = match socket.try_write_vectored(slices) {
+            Ok(written) => written,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(error) => {
+                drop(state);
+                shared.fail(write_failed(shared, &error));
+                if let Some(reply) = written_reply {
+                    let _ = reply.send(Err(shared.closed_error()));
+                }
+                return WriteThrough::Taken;
+            }
+        };
+        if booblik_protocol::probe::ENABLED && api == ApiKey::Produce {
+            submitted.hop("c1 client: PRODUCE submitted -> written to the socket");
+        }
+        tracing::trace!(
+            correlation_id,
+            api = api.name(),
+            written,
+            "request written through"
+        );
+        advance(&mut pieces, written);
+        if pieces.is_empty() {
+            drop(state);
+            if let Some(reply) = written_reply {
+                let _ = reply.send(Ok(None));
+            }
+        } else {
+            // The socket's buffer is full: the writer task finishes the frame, first.
+            state.backlog += 1;
+            state.rest = pieces;
+            state.rest_reply = written_reply;
+            // Under the lock: whoever queues next counts itself after this, so the writer task
+            // is told of the rest before it can receive anything submitted after it.
+            self.rest_left.notify_one();
+            drop(state);
+        }
+        WriteThrough::Taken
+    }
+
+    /// Counts a submission about to be sent to the writer task: no caller writes through
+    /// until the writer task has written it. Undo with [`Gate::uncount`] if it is not sent.
+    pub(crate) fn count_queued(&self) {
+        self.state().backlog += 1;
+    }
+
+    /// `count` submissions left the backlog (written, or never sent).
+    pub(crate) fn uncount(&self, count: usize) {
+        let mut state = self.state();
+        state.backlog = state.backlog.saturating_sub(count);
+    }
+
+    /// A write-through's rest and its `ack = NONE` reply, if one was left.
+    fn take_rest(&self) -> Option<(Vec<Bytes>, Option<Reply>)> {
+        let mut state = self.state();
+        if state.rest.is_empty() {
+            return None;
+        }
+        Some((std::mem::take(&mut state.rest), state.rest_reply.take()))
+    }
+
+    /// The writer task stopped: nothing is written any more, and the socket's write half is
+    /// closed once the writer task drops its own handle on it.
+    fn close(&self) {
+        self.state().socket = None;
+    }
+}
+
+/// Drops the first `written` bytes of `pieces`: the pieces written whole, and the front of a
+/// piece written in part.
+fn advance(pieces: &mut Vec<Bytes>, mut written: usize) {
+    let mut whole = 0;
+    while written > 0 {
+        let piece = &mut pieces[whole];
+        if written >= piece.len() {
+            written -= piece.len();
+            whole += 1;
+        } else {
+            piece.advance(written);
+            written = 0;
+        }
+    }
+    pieces.drain(..whole);
+}
+
 /// The socket's write half and the pieces gathered for the next vectored write.
 #[derive(Debug)]
 struct Out {
-    write: OwnedWriteHalf,
+    write: Arc<OwnedWriteHalf>,
     pieces: Vec<Bytes>,
+    /// Submissions gathered in `pieces` (the gate's backlog counts them until written).
+    gathered: usize,
 }
 
 impl Out {
@@ -68,31 +282,25 @@ impl Out {
 
     /// Writes every gathered piece, in order.
     async fn flush(&mut self) -> std::io::Result<()> {
-        let mut first = 0;
-        while first < self.pieces.len() {
-            let end = self.pieces.len().min(first + MAX_IOVECS_PER_WRITE);
-            let slices: Vec<IoSlice<'_>> = self.pieces[first..end]
+        while !self.pieces.is_empty() {
+            let end = self.pieces.len().min(MAX_IOVECS_PER_WRITE);
+            let slices: Vec<IoSlice<'_>> = self.pieces[..end]
                 .iter()
                 .map(|piece| IoSlice::new(piece))
                 .collect();
-            let mut written = self.write.write_vectored(&slices).await?;
-            drop(slices);
-            if written == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            // Drop the pieces written whole; advance into a piece written in part.
-            while written > 0 {
-                let piece = &mut self.pieces[first];
-                if written >= piece.len() {
-                    written -= piece.len();
-                    first += 1;
-                } else {
-                    piece.advance(written);
-                    written = 0;
+            let written = match self.write.try_write_vectored(&slices) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(written) => written,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    drop(slices);
+                    self.write.writable().await?;
+                    continue;
                 }
-            }
+                Err(error) => return Err(error),
+            };
+            drop(slices);
+            advance(&mut self.pieces, written);
         }
-        self.pieces.clear();
         Ok(())
     }
 }
@@ -101,20 +309,28 @@ impl Out {
 pub(crate) async fn run(
     shared: Arc<Shared>,
     mut submissions: mpsc::Receiver<Submission>,
-    write: OwnedWriteHalf,
+    gate: Arc<Gate>,
 ) {
     let mut closed = shared.closed_signal();
+    let Some(write) = gate.state().socket.clone() else {
+        return;
+    };
     let mut out = Out {
         write,
         pieces: Vec::with_capacity(MAX_IOVECS_PER_WRITE),
+        gathered: 0,
     };
     let failure = tokio::select! {
         biased;
         _ = closed.wait_for(|closed| *closed) => None,
-        failure = write_loop(&shared, &mut submissions, &mut out) => Some(failure),
+        failure = write_loop(&shared, &gate, &mut submissions, &mut out) => Some(failure),
     };
     if let Some(failure) = failure {
         shared.fail(failure);
+    }
+    gate.close();
+    if let Some((_, Some(reply))) = gate.take_rest() {
+        let _ = reply.send(Err(shared.closed_error()));
     }
     // Whatever is still queued will never be written.
     submissions.close();
@@ -127,22 +343,34 @@ pub(crate) async fn run(
 /// Writes submissions until something fails; returns the failure.
 async fn write_loop(
     shared: &Shared,
+    gate: &Gate,
     submissions: &mut mpsc::Receiver<Submission>,
     out: &mut Out,
 ) -> ClientError {
     let mut written: Vec<Reply> = Vec::new();
     let mut stamps = Vec::new();
     loop {
-        let Some(first) = submissions.recv().await else {
-            return ClientError::closed("the connection was dropped by its owner");
+        let first = tokio::select! {
+            biased;
+            () = gate.rest_left.notified() => None,
+            first = submissions.recv() => match first {
+                Some(first) => Some(first),
+                None => return ClientError::closed("the connection was dropped by its owner"),
+            },
         };
-        let mut next = Some(first);
+        // A write-through's rest goes first: its frame is already begun on the wire.
+        if let Some((rest, reply)) = gate.take_rest() {
+            out.pieces.splice(0..0, rest);
+            out.gathered += 1;
+            written.extend(reply);
+        }
+        let mut next = first;
         let mut count = 0;
         while let Some(submission) = next.take() {
             if booblik_protocol::probe::ENABLED && submission.api == ApiKey::Produce {
                 stamps.push(submission.submitted);
             }
-            if let Err(e) = write_one(shared, out, submission, &mut written).await {
+            if let Err(e) = write_one(shared, gate, out, submission, &mut written).await {
                 return e;
             }
             count += 1;
@@ -150,7 +378,7 @@ async fn write_loop(
                 next = submissions.try_recv().ok();
             }
         }
-        if let Err(e) = flush(shared, out, &mut written).await {
+        if let Err(e) = flush(shared, gate, out, &mut written).await {
             return e;
         }
         for submitted in stamps.drain(..) {
@@ -161,10 +389,13 @@ async fn write_loop(
 
 async fn flush(
     shared: &Shared,
+    gate: &Gate,
     out: &mut Out,
     written: &mut Vec<Reply>,
 ) -> Result<(), ClientError> {
     out.flush().await.map_err(|e| write_failed(shared, &e))?;
+    // Written whole: callers may write through again once nothing else is in hand.
+    gate.uncount(std::mem::take(&mut out.gathered));
     for reply in written.drain(..) {
         let _ = reply.send(Ok(None));
     }
@@ -173,6 +404,7 @@ async fn flush(
 
 async fn write_one(
     shared: &Shared,
+    gate: &Gate,
     out: &mut Out,
     submission: Submission,
     written: &mut Vec<Reply>,
@@ -191,7 +423,7 @@ async fn write_one(
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => {
                 // The answers that free a permit need the broker to see what is buffered.
-                flush(shared, out, written).await?;
+                flush(shared, gate, out, written).await?;
                 if let Ok(permit) = Arc::clone(&shared.in_flight).acquire_owned().await {
                     permit
                 } else {
@@ -231,6 +463,7 @@ async fn write_one(
     if let Some(records) = records {
         out.push(records);
     }
+    out.gathered += 1;
     tracing::trace!(correlation_id, api = api.name(), bytes, "request gathered");
     if let Some(reply) = written_reply {
         written.push(reply);
