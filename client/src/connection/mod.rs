@@ -374,10 +374,11 @@ impl Connection {
         if let WriteThrough::Queue(submission) =
             handle.gate.write_through(&handle.shared, submission)
         {
-            handle.gate.count_queued();
+            // Uncounted again if it is not sent: timed out, closed, or this future dropped.
+            let counted = handle.gate.count_queued();
             let sent = tokio::time::timeout_at(deadline, handle.submissions.send(submission)).await;
-            if !matches!(sent, Ok(Ok(()))) {
-                handle.gate.uncount(1);
+            if matches!(sent, Ok(Ok(()))) {
+                counted.sent();
             }
             match sent {
                 // Not on the wire yet: the queue is full, but the connection is not broken.

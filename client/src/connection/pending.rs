@@ -101,6 +101,11 @@ impl PendingQueue {
         self.entries.len()
     }
 
+    /// True when no request is in the queue.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// `ack = NONE` requests forgotten because more than `max_unanswered` were outstanding.
     pub(crate) fn forgotten_unanswered(&self) -> u64 {
         self.forgotten_unanswered

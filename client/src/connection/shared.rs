@@ -80,6 +80,12 @@ impl Shared {
         })
     }
 
+    /// True when no request waits for an answer (or, `ack = NONE`, for its acceptance to be
+    /// known): the connection is idle.
+    pub(crate) fn nothing_pending(&self) -> bool {
+        self.queue().is_empty()
+    }
+
     /// Matches an answer's correlationId (see `pending.rs`).
     pub(crate) fn match_response(&self, correlation_id: i32) -> Matched {
         self.queue().match_response(correlation_id)
