@@ -1,10 +1,11 @@
-//! The writer task: the only code that writes to the socket.
+//! The writer task, and the gate through which a caller on an idle connection writes itself.
 //!
 //! Callers on many tasks send at once, and two interleaved writes would corrupt the stream.
-//! Instead of a lock around the socket there is a bounded channel with one consumer. That
-//! consumer also fixes the order in which requests reach the wire, and registers each one in
-//! the pending FIFO *before* writing it, so an answer can never arrive for a request the reader
-//! does not know about yet.
+//! Instead of a lock around the socket's asynchronous writes there is a bounded channel with one
+//! consumer. That consumer also fixes the order in which requests reach the wire, and registers
+//! each one in the pending FIFO *before* writing it, so an answer can never arrive for a request
+//! the reader does not know about yet. The one exception, a caller writing through an idle
+//! connection, keeps both rules (§ Writing through).
 //!
 //! Writes are gathered and sent with one vectored write (`writev`) when the channel runs dry (or
 //! after [`MAX_SUBMISSIONS_PER_FLUSH`]), so a burst of small requests costs few syscalls. A
