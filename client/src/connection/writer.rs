@@ -197,9 +197,6 @@ impl Gate {
                 return WriteThrough::Taken;
             }
         };
-        if booblik_protocol::probe::ENABLED && api == ApiKey::Produce {
-            submitted.hop("c1 client: PRODUCE submitted -> written to the socket");
-        }
         tracing::trace!(
             correlation_id,
             api = api.name(),
@@ -209,6 +206,9 @@ impl Gate {
         advance(&mut pieces, written);
         if pieces.is_empty() {
             drop(state);
+            if booblik_protocol::probe::ENABLED && api == ApiKey::Produce {
+                submitted.hop("c1 client: PRODUCE submitted -> written to the socket");
+            }
             if let Some(reply) = written_reply {
                 let _ = reply.send(Ok(None));
             }
