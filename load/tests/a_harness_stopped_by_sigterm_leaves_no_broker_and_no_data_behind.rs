@@ -4,25 +4,16 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
-
-use support::processes::{children_running, entries_named, is_running, terminate, wait_for};
-use support::{QUICK_BASELINE, backlog_queue};
+use support::processes::{
+    children_running, entries_named, is_running, start_long_queue_run,
+    terminate_and_expect_the_reason, wait_for,
+};
 
 #[test]
 fn a_harness_stopped_by_sigterm_leaves_no_broker_and_no_data_behind() {
     let dir = tempfile::tempdir().unwrap();
     // Far more work than the test waits for: the run is stopped in the middle.
-    let mut harness = Command::new(env!("CARGO_BIN_EXE_booblik-load"))
-        .args(backlog_queue("100000"))
-        .args(["--work-ms", "5", "--pool", "1", "--max-run-s", "120"])
-        .args(QUICK_BASELINE)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("booblik-load starts");
+    let mut harness = start_long_queue_run(dir.path(), &[]);
     let broker = wait_for("the child broker", || {
         children_running(harness.id(), "serve-child")
             .first()
@@ -33,13 +24,7 @@ fn a_harness_stopped_by_sigterm_leaves_no_broker_and_no_data_behind() {
         "the broker's data directory exists while it runs"
     );
 
-    let (succeeded, stderr) = terminate(&mut harness);
-
-    assert!(!succeeded, "a stopped run is not a success");
-    assert!(
-        stderr.contains("stopped by SIGTERM"),
-        "the harness says why it stopped: {stderr}"
-    );
+    terminate_and_expect_the_reason(&mut harness);
     wait_for("the child broker to be gone", || {
         (!is_running(broker)).then_some(())
     });

@@ -9,10 +9,10 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
-
-use support::processes::{children_running, entries_named, is_running, terminate, wait_for};
-use support::{QUICK_BASELINE, backlog_queue};
+use support::processes::{
+    children_running, entries_named, is_running, start_long_queue_run,
+    terminate_and_expect_the_reason, wait_for,
+};
 
 #[test]
 #[ignore = "needs redis-server and PostgreSQL installed; .ci/run installs them"]
@@ -20,17 +20,7 @@ fn a_peer_run_stopped_by_sigterm_leaves_no_server_and_no_data_behind() {
     let dir = tempfile::tempdir().unwrap();
     // Far more work than the test waits for: booblik's run, the first, is stopped in the middle,
     // with both peers' servers already started (the harness starts them before any run).
-    let mut harness = Command::new(env!("CARGO_BIN_EXE_booblik-load"))
-        .args(backlog_queue("100000"))
-        .args(["--peers", "redis-fsync,postgres"])
-        .args(["--work-ms", "5", "--pool", "1", "--max-run-s", "120"])
-        .args(QUICK_BASELINE)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("booblik-load starts");
+    let mut harness = start_long_queue_run(dir.path(), &["--peers", "redis-fsync,postgres"]);
     // Every server is a child of the harness: the broker, redis-server, and postgres (its own
     // helper processes are the postmaster's children and exit with it).
     let servers = wait_for("the broker and both peer servers", || {
@@ -48,13 +38,7 @@ fn a_peer_run_stopped_by_sigterm_leaves_no_server_and_no_data_behind() {
         );
     }
 
-    let (succeeded, stderr) = terminate(&mut harness);
-
-    assert!(!succeeded, "a stopped run is not a success");
-    assert!(
-        stderr.contains("stopped by SIGTERM"),
-        "the harness says why it stopped: {stderr}"
-    );
+    terminate_and_expect_the_reason(&mut harness);
     for pid in servers {
         wait_for("every server the harness started to be gone", || {
             (!is_running(pid)).then_some(())

@@ -103,8 +103,9 @@ pub(crate) enum WriteThrough {
     /// It is on the wire, or with the gate for the writer task to finish, or failed with the
     /// connection: either way its reply will come.
     Taken,
-    /// The writer task has work in hand (or no permit is free): send it to the channel, after
-    /// counting it with [`Gate::count_queued`].
+    /// The connection is not idle (the writer task has work in hand, or a request waits for
+    /// its answer) or no permit is free: send it to the channel, after counting it with
+    /// [`Gate::count_queued`].
     Queue(Submission),
 }
 
@@ -128,7 +129,7 @@ impl Gate {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Writes `submission` on the caller's task when the writer task has nothing in hand.
+    /// Writes `submission` on the caller's task when the connection is idle (module docs).
     pub(crate) fn write_through(&self, shared: &Shared, submission: Submission) -> WriteThrough {
         let mut state = self.state();
         let Some(socket) = state.socket.clone() else {
@@ -177,15 +178,10 @@ impl Gate {
             }
             return WriteThrough::Taken;
         }
-        let mut pieces: Vec<Bytes> = Vec::with_capacity(2);
-        pieces.push(frame);
-        pieces.extend(records.filter(|records| !records.is_empty()));
-        let slices = [
-            IoSlice::new(&pieces[0]),
-            IoSlice::new(pieces.last().unwrap()),
-        ];
-        let slices = &slices[..pieces.len()];
-        let written = match socket.try_write_vectored(slices) {
+        let records = records.unwrap_or_default();
+        let total = frame.len() + records.len();
+        let slices = [IoSlice::new(&frame), IoSlice::new(&records)];
+        let written = match socket.try_write_vectored(&slices) {
             Ok(written) => written,
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => 0,
             Err(error) => {
@@ -203,8 +199,7 @@ impl Gate {
             written,
             "request written through"
         );
-        advance(&mut pieces, written);
-        if pieces.is_empty() {
+        if written == total {
             drop(state);
             if booblik_protocol::probe::ENABLED && api == ApiKey::Produce {
                 submitted.hop("c1 client: PRODUCE submitted -> written to the socket");
@@ -214,8 +209,11 @@ impl Gate {
             }
         } else {
             // The socket's buffer is full: the writer task finishes the frame, first.
+            let mut rest = vec![frame];
+            rest.extend((!records.is_empty()).then_some(records));
+            advance(&mut rest, written);
             state.backlog += 1;
-            state.rest = pieces;
+            state.rest = rest;
             state.rest_reply = written_reply;
             // Under the lock: whoever queues next counts itself after this, so the writer task
             // is told of the rest before it can receive anything submitted after it.

@@ -2,8 +2,10 @@
 //! signal and check that nothing it started outlives it.
 
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::{QUICK_BASELINE, backlog_queue};
 
 /// Longest a test waits for each step.
 pub const STEP_LIMIT: Duration = Duration::from_secs(30);
@@ -75,4 +77,31 @@ pub fn terminate(child: &mut Child) -> (bool, String) {
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     (status.success(), stderr)
+}
+
+/// Starts `booblik-load queue` with far more work than a test waits for (100 000 tasks, 5 ms
+/// each), plus `extra` flags, over `dir`; its standard error is piped for [`terminate`].
+pub fn start_long_queue_run(dir: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_booblik-load"))
+        .args(backlog_queue("100000"))
+        .args(extra)
+        .args(["--work-ms", "5", "--pool", "1", "--max-run-s", "120"])
+        .args(QUICK_BASELINE)
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("booblik-load starts")
+}
+
+/// Stops `harness` with SIGTERM ([`terminate`]) and checks that it exited with an error that
+/// says why.
+pub fn terminate_and_expect_the_reason(harness: &mut Child) {
+    let (succeeded, stderr) = terminate(harness);
+    assert!(!succeeded, "a stopped run is not a success");
+    assert!(
+        stderr.contains("stopped by SIGTERM"),
+        "the harness says why it stopped: {stderr}"
+    );
 }
