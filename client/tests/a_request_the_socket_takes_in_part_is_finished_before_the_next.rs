@@ -1,10 +1,12 @@
 //! Requests far larger than the socket's send buffer, from many tasks at once on one
-//! connection. A caller that writes its request itself (the writer task had nothing in hand)
-//! and finds the socket full leaves the rest of the frame to the writer task, which must finish
-//! that frame before it starts another; and a task's requests must reach the broker in the order
-//! it submitted them, whether each was written by its caller or by the writer task. A frame
-//! interleaved with another, a rest lost or written late, or a request overtaking an earlier one
+//! connection: each must reach the broker whole, and a task's requests in the order it
+//! submitted them, whether its caller wrote it (on an idle connection, § Writing through in
+//! `writer.rs`) or the writer task did, across writes the socket takes only in part. A frame
+//! interleaved with another, bytes lost or written twice, or a request overtaking an earlier one
 //! of the same task shows up here as a record that is torn, missing or out of its task's order.
+//! (That a caller's own partial write leaves exactly the rest for the writer task is checked
+//! deterministically by the unit tests in `writer.rs`: here only the first request of the run
+//! is written through, and the socket may take it whole.)
 
 mod support;
 

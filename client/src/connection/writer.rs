@@ -601,6 +601,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_the_socket_takes_in_part_leaves_exactly_the_rest_for_the_writer_task() {
+        let (gate, shared, mut peer) = gate().await;
+        let socket = gate.state().socket.clone().unwrap();
+        socket.writable().await.unwrap();
+        drop(socket);
+        // 16 MiB in two pieces (head and records), far more than a socket takes at once while
+        // its peer reads nothing.
+        let whole: Vec<u8> = (0..16 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        let (head, records) = whole.split_at(whole.len() / 2);
+        let (mut request, _outcome) = submission(7, head);
+        request.records = Some(Bytes::copy_from_slice(records));
+        assert!(matches!(
+            gate.write_through(&shared, request),
+            WriteThrough::Taken
+        ));
+
+        let (rest, _) = gate.take_rest().expect("the socket took only a part");
+        assert_eq!(
+            gate.state().backlog,
+            1,
+            "the rest is counted: nobody writes through ahead of it"
+        );
+        let rest_bytes: usize = rest.iter().map(Bytes::len).sum();
+        assert!(
+            rest_bytes < whole.len(),
+            "the caller wrote a first part itself"
+        );
+        let mut wire = vec![0u8; whole.len() - rest_bytes];
+        peer.read_exact(&mut wire).await.unwrap();
+        wire.extend(rest.iter().flat_map(|piece| piece.iter().copied()));
+        assert!(
+            wire == whole,
+            "what reached the wire and the rest make the request, each byte once"
+        );
+    }
+
+    #[tokio::test]
     async fn a_request_pipelined_behind_an_unanswered_one_goes_to_the_writer_task() {
         let (gate, shared, _peer) = gate().await;
         let (first, _first_outcome) = submission(5, b"fifth");
