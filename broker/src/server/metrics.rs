@@ -27,6 +27,9 @@ pub const ERRORS: &str = "booblik_errors_total";
 pub const BYTES_IN: &str = "booblik_bytes_in_total";
 /// Counter: response bytes written to sockets (FETCH payloads included).
 pub const BYTES_OUT: &str = "booblik_bytes_out_total";
+/// Counter: writes of gathered answers to sockets (a FETCH payload sent on its own not
+/// counted). Requests served over this is how many answers a write carries.
+pub const ANSWER_WRITES: &str = "booblik_answer_writes_total";
 /// Counter: FETCH v2 requests that waited for data.
 pub const FETCH_WAITS: &str = "booblik_fetch_waits_total";
 /// Histogram: seconds a FETCH v2 waited.

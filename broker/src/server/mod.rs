@@ -22,7 +22,7 @@ mod sendfile;
 mod session;
 
 pub use cold_reads::MAX_CONCURRENT_COLD_READS;
-pub use session::{MAX_WAITING_ANSWER_BYTES, MAX_WAITING_ANSWERS};
+pub use session::{MAX_FRAMES_APPLIED_IN_A_ROW, MAX_WAITING_ANSWER_BYTES, MAX_WAITING_ANSWERS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

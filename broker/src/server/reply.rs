@@ -57,6 +57,16 @@ pub(crate) struct FetchReply {
 const PRODUCE_ANSWER_BYTES: usize = LEN_PREFIX_BYTES + RESPONSE_HEADER_BYTES + 16;
 
 impl Reply {
+    /// True when the answerer can write this answer as soon as its turn comes, without
+    /// waiting for a write or an fsync (a FETCH's payload may still need a read).
+    pub(crate) fn is_ready(&self) -> bool {
+        match self {
+            Reply::Frame(_) | Reply::Fetch(_) => true,
+            Reply::Append(append) => append.answer.is_known(),
+            Reply::Nothing | Reply::Close(_) => false,
+        }
+    }
+
     /// Bytes of memory the reply holds while it waits in the session's answer queue (a FETCH
     /// payload is not read until its turn to be written, so only its header counts).
     pub(crate) fn queued_bytes(&self) -> usize {

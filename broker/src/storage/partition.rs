@@ -689,6 +689,12 @@ impl AppendAnswer {
         !matches!(self.0, Answer::Queued(_))
     }
 
+    /// True when the answer is known already (appended inline with ack WRITTEN, or failed):
+    /// [`AppendAnswer::wait`] returns it at once.
+    pub fn is_known(&self) -> bool {
+        matches!(self.0, Answer::Ready(_))
+    }
+
     /// True when [`AppendAnswer::wait`] may block its thread for an fsync: a FORCED batch
     /// appended inline that no fsync covers yet. A session writes the answers before it first.
     pub fn may_block(&self, partition: &Partition) -> bool {
