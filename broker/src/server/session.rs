@@ -77,8 +77,8 @@ pub(crate) const FLUSH_THRESHOLD_BYTES: usize = 64 * 1024;
 /// answer left, the window's answers also left at once, so client and broker took turns on
 /// the CPUs, each idle while the other worked, and the window's round trip was the sum of
 /// both. Answering every few frames lets the client refill its window while the rest is
-/// applied. One connection, WRITTEN, 10 × 128 B batches, 16 in flight: 2.23 M records/s
-/// (1.83–2.52 M) against 1.59 M (1.18–1.73 M) applying the whole window (12 invocations on one
+/// applied. One connection, WRITTEN, 10 × 128 B batches, 16 in flight: 2.16 M records/s
+/// (1.83–2.52 M) against 1.59 M (1.18–1.73 M) applying the whole window (18 invocations on one
 /// host); a turn every frame lost more to writes than it won (docs/benchmarks.md § Answering
 /// while a burst is applied).
 ///
