@@ -312,10 +312,12 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     }
     let _ = writeln!(
         out,
-        "\nTCP baseline: {:.0} MB/s one-way loopback. Page-cache write: {:.0} MB/s into a new \
-         file's pages (a plain `write` loop, no fsync: the ceiling of any broker writing new \
-         data on this machine at that moment).",
-        baseline.tcp_mb_s, baseline.page_cache_write_mb_s
+        "\nTCP baseline: {:.0} MB/s one-way loopback (median of {} transfers). Page-cache \
+         write: {:.0} MB/s into a new file's pages (a plain `write` loop, no fsync: the ceiling \
+         of any broker writing new data on this machine at that moment).",
+        baseline.tcp_mb_s,
+        crate::baseline::TCP_THROUGHPUT_TRIALS,
+        baseline.page_cache_write_mb_s
     );
     out
 }
