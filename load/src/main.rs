@@ -148,7 +148,8 @@ struct CommonArgs {
     /// Baseline: 64-byte loopback round trips timed.
     #[arg(long, default_value_t = 20_000)]
     baseline_round_trips: u32,
-    /// Baseline: MiB pushed through loopback TCP, in each of the probe's 3 transfers (the figure is their median).
+    /// Baseline: MiB pushed through loopback TCP in each of the probe's 3 transfers (the figure
+    /// is their median).
     #[arg(long, default_value_t = 2_048)]
     baseline_tcp_mib: u64,
     /// Baseline: 4 KiB write + fsync pairs timed.
