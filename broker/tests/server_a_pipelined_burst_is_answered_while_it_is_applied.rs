@@ -8,14 +8,20 @@
 
 mod support;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use booblik_broker::server::MAX_FRAMES_APPLIED_IN_A_ROW;
 use booblik_broker::server::metrics::ANSWER_WRITES;
 use booblik_protocol::AckPolicy;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use support::{TestBroker, produce_request};
+use tokio::time::Instant;
 
 /// PRODUCEs in the burst: several turns' worth, and not a multiple of a turn.
 const BURST: usize = 3 * MAX_FRAMES_APPLIED_IN_A_ROW + 1;
+/// Longest wait for the writer thread to let go of the partition after the first append.
+const IDLE_WAIT: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipelined_burst_is_answered_a_few_answers_per_write() {
@@ -35,6 +41,19 @@ async fn a_pipelined_burst_is_answered_a_few_answers_per_write() {
     ))
     .await
     .produce();
+    // The burst must find the partition idle, so that every batch is appended inline and its
+    // answer is ready at once (a batch queued to the writer is answered later, and takes no
+    // turn). The writer lets go of the first batch a moment after answering it.
+    let partition = Arc::clone(broker.broker.storage().partition("solo", 0).unwrap());
+    let deadline = Instant::now() + IDLE_WAIT;
+    while !partition.is_idle() {
+        assert!(
+            Instant::now() < deadline,
+            "the writer did not let go of the first batch"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let inline_before = partition.stats().inline_appends;
     let writes_before = answer_writes(&metrics);
 
     // The whole burst in one write: the session reads it in one go and could apply it all
@@ -52,6 +71,11 @@ async fn a_pipelined_burst_is_answered_a_few_answers_per_write() {
         assert_eq!(answer.produce().base_offset, i64::from(id));
     }
 
+    assert_eq!(
+        partition.stats().inline_appends - inline_before,
+        BURST as u64,
+        "every batch of the burst appended inline (the premise of this test)"
+    );
     // One write per turn, and one for the last frame: fewer means the burst's answers waited
     // for later frames to be applied. (A burst read in several pieces only adds writes.)
     let writes = answer_writes(&metrics) - writes_before;
