@@ -25,9 +25,9 @@ const IDLE_WAIT: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipelined_burst_is_answered_a_few_answers_per_write() {
-    let recorder = PrometheusBuilder::new().build_recorder();
-    let metrics = recorder.handle();
-    metrics::set_global_recorder(recorder).expect("no other recorder in this test process");
+    let metrics = PrometheusBuilder::new()
+        .install_recorder()
+        .expect("the only recorder of this test process");
 
     let broker = TestBroker::start().await;
     let mut conn = broker.connect().await;
@@ -92,7 +92,7 @@ fn answer_writes(metrics: &PrometheusHandle) -> u64 {
     let text = metrics.render();
     text.lines()
         .find_map(|line| {
-            let value = line.strip_prefix(ANSWER_WRITES)?.trim();
+            let value = line.strip_prefix(ANSWER_WRITES)?.strip_prefix(' ')?;
             value.parse::<f64>().ok()
         })
         .map_or(0, |value| value as u64)
