@@ -302,24 +302,26 @@ async fn conduct(
     let mut replaced = 0u64;
     let mut check = tokio::time::interval(CHECK_EVERY);
     check.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let ended_at = loop {
+    // `Some` when the run hit its time limit; `None` when every task finished, and then the run
+    // ended when the last one did (below, once every event is in).
+    let timed_out_at = loop {
         tokio::select! {
-            Some((slot, event)) = events_rx.recv() => tally.apply(slot, &event, Instant::now()),
+            Some((slot, event, at)) = events_rx.recv() => tally.apply(slot, &event, at),
             Some((id, at)) = submitted_rx.recv() => { submitted.insert(id, at); }
             _ = check.tick() => {
                 let now = Instant::now();
-                let (finished, last_at) = observer.finished_among(&submitted, &mut finished_tally);
+                let finished = observer.finished_among(&submitted, &mut finished_tally);
                 // A stalled worker must get to commit its late effect and its done before the
                 // run ends, or the stall would measure nothing.
                 let working = tally.working_slots();
                 let stalled_busy = !stalls.all_ended()
                     || stalled_slots.iter().any(|s| working.contains(s));
                 if submitted.len() == config.tasks && finished == config.tasks && !stalled_busy {
-                    break last_at.unwrap_or(now);
+                    break None;
                 }
                 if now >= deadline {
                     tracing::warn!(finished, tasks = config.tasks, "queue run hit its time limit");
-                    break now;
+                    break Some(now);
                 }
                 if let Some(reason) = observer.failure() {
                     bail!("{reason}");
@@ -353,6 +355,15 @@ async fn conduct(
             }
         }
     };
+    // Events still on their way: the last dones' acknowledgements among them.
+    while let Ok((slot, event, at)) = events_rx.try_recv() {
+        tally.apply(slot, &event, at);
+    }
+    let ended_at = timed_out_at.unwrap_or_else(|| {
+        finished_tally
+            .last_finished_at(|offset| tally.done_acknowledged_at(offset))
+            .unwrap_or(started)
+    });
     let elapsed_s = ended_at.duration_since(started).as_secs_f64();
     if booblik_protocol::probe::ENABLED {
         print_hops(&super::label(&config));
@@ -390,8 +401,8 @@ async fn conduct(
     );
     observer.stop();
     drop(events_tx);
-    while let Ok((slot, event)) = events_rx.try_recv() {
-        tally.apply(slot, &event, Instant::now());
+    while let Ok((slot, event, at)) = events_rx.try_recv() {
+        tally.apply(slot, &event, at);
     }
     while let Ok((id, at)) = submitted_rx.try_recv() {
         submitted.insert(id, at);
@@ -606,7 +617,7 @@ async fn start_worker(
     config: WorkerConfig,
     pool: Option<(WorkerPool, Option<Arc<dyn LogEngine>>)>,
     slot: usize,
-    events_out: mpsc::UnboundedSender<(usize, WorkerEvent)>,
+    events_out: mpsc::UnboundedSender<(usize, WorkerEvent, Instant)>,
     mut shutdown: watch::Receiver<bool>,
     work: WorkFn,
     stall: Arc<AtomicBool>,
@@ -623,9 +634,15 @@ async fn start_worker(
             None => Worker::start_with_work(connect().await?, config, work).await?,
         };
         let mut events = worker.events().context("a new worker's events")?;
+        // Stamped here, on the worker's thread: the conductor may take them in late. A claim's
+        // append is not forwarded (the tally has no use for it; each event wakes the
+        // conductor, on the cores the run measures).
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
-                if events_out.send((slot, event)).is_err() {
+                if matches!(event, WorkerEvent::ClaimAppended { .. }) {
+                    continue;
+                }
+                if events_out.send((slot, event, Instant::now())).is_err() {
                     break;
                 }
             }

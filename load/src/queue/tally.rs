@@ -29,6 +29,9 @@ pub struct Tally {
     warmup_claims_per_worker: u64,
     claims_per_slot: Vec<u64>,
     first_win: HashMap<Uuid, Instant>,
+    /// When each done (by its offset in the claims log) was acknowledged to its worker: the run
+    /// ends when the last accepted one was (`observer.rs`).
+    done_acknowledged_at: HashMap<i64, Instant>,
     working: Vec<Option<(Uuid, i64)>>,
 }
 
@@ -41,7 +44,8 @@ impl Tally {
         }
     }
 
-    /// Applies one event of worker `slot`, received at `at`.
+    /// Applies one event of worker `slot`, which happened at `at` (stamped on the worker's
+    /// thread, so the conductor's own delays do not move it).
     pub fn apply(&mut self, slot: usize, event: &WorkerEvent, at: Instant) {
         if self.working.len() <= slot {
             self.working.resize(slot + 1, None);
@@ -70,11 +74,22 @@ impl Tally {
             WorkerEvent::WorkStarted { task_id, token } => {
                 self.working[slot] = Some((*task_id, *token));
             }
-            WorkerEvent::LeaseLost { .. } | WorkerEvent::DoneAppended { .. } => {
+            WorkerEvent::DoneAppended { offset, .. } => {
+                self.working[slot] = None;
+                self.done_acknowledged_at.insert(*offset, at);
+            }
+            WorkerEvent::LeaseLost { .. } => {
                 self.working[slot] = None;
             }
+            // Not forwarded by the conductor's workers (`run.rs`); nothing to fold.
             WorkerEvent::ClaimAppended { .. } => {}
         }
+    }
+
+    /// When the done at `offset` of the claims log was acknowledged to its worker, if a worker
+    /// reported it.
+    pub fn done_acknowledged_at(&self, offset: i64) -> Option<Instant> {
+        self.done_acknowledged_at.get(&offset).copied()
     }
 
     /// Slots whose worker has started work and not yet appended its done (as far as its events
