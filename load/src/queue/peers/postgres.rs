@@ -225,6 +225,14 @@ impl Consumer {
         // match it, and two updates of one row in one statement keep only one. The outer join
         // gives one row even when the claim finds nothing. Parameters: $1 worker, $2 lease (s),
         // $3 max attempts (as in the claim), $4 the finished row's id, $5 its token.
+        //
+        // The done runs first: the claim's candidates wait for it (`FROM done` in their
+        // filter). `FOR UPDATE SKIP LOCKED` keeps the lock on a row it locked and then found
+        // no longer matching (another worker's row, leased since this statement's snapshot),
+        // until the transaction ends; so a claim that ran before its own done held such a lock
+        // while the done waited for another worker's row, and two workers doing that to each
+        // other's rows deadlocked (PostgreSQL aborted one: seen at 30 workers with no work).
+        // With the done first, a transaction waits only before it holds any lock.
         let done_and_claim = client
             .prepare(&format!(
                 "WITH done AS (
@@ -234,7 +242,7 @@ impl Consumer {
                  claimed AS ({})
                  SELECT (SELECT count(*) FROM done), c.id, c.task_id, c.payload, c.state, c.attempts
                  FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON true",
-                claim_sql("AND id <> $4")
+                claim_sql("AND id <> $4 AND (SELECT count(*) FROM done) >= 0")
             ))
             .await
             .context("preparing the done-and-claim")?;
