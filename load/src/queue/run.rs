@@ -523,7 +523,7 @@ async fn conduct(
     })
 }
 
-/// The work of a booblik worker: fence the sink with the lease's token, sleep `work_ms`, freeze
+/// The work of a booblik worker: fence the sink with the lease's token, work `work_ms`, freeze
 /// if the chaos monkey asked for it, commit the effect under the token, return the result.
 fn booblik_work(
     work_ms: u64,
@@ -537,7 +537,7 @@ fn booblik_work(
         let (stall, stalls, effects) = (Arc::clone(&stall), stalls.clone(), effects.clone());
         async move {
             effects.fence(assignment.task_id, assignment.token);
-            tokio::time::sleep(Duration::from_millis(work_ms)).await;
+            super::work::work_for(work_ms).await;
             let result = result_of(&assignment.payload);
             stalls.freeze_if_asked(&stall);
             effects.commit(assignment.task_id, assignment.token, result.clone());

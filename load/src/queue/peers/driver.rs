@@ -397,7 +397,7 @@ async fn serve(
             reclaimed: claimed.reclaimed,
         });
         effects.fence(claimed.task_id, claimed.token);
-        let work = tokio::time::sleep(Duration::from_millis(settings.work_ms));
+        let work = crate::queue::work::work_for(settings.work_ms);
         tokio::pin!(work);
         let mut next_extend = Instant::now() + extend_every;
         let mut lost = false;
