@@ -47,7 +47,8 @@ pub struct Finish {
     pub task_id: Uuid,
     /// Offset of the accepted done; `None` for a dead-lettered task.
     pub done_offset: Option<i64>,
-    /// When the observer read it.
+    /// When the run learned of it: the observer's read (a peer's run: when its worker had the
+    /// server's answer to the done).
     pub observed_at: Instant,
 }
 
@@ -77,7 +78,7 @@ pub struct FinishedTally {
 impl FinishedTally {
     /// Takes the finished tasks of `order` past the last call (`order` only grows) and returns
     /// how many finished tasks are among `tasks`.
-    fn update<V>(&mut self, order: &[Finish], tasks: &HashMap<Uuid, V>) -> usize {
+    pub fn update<V>(&mut self, order: &[Finish], tasks: &HashMap<Uuid, V>) -> usize {
         self.unmatched.extend_from_slice(&order[self.seen..]);
         self.seen = order.len();
         let counted = &mut self.counted;

@@ -30,6 +30,7 @@ use crate::latency::LatencyRecorder;
 use crate::queue::arrival::{BACKLOG_SUBMISSIONS_IN_FLIGHT, scheduled_arrival};
 use crate::queue::chaos::{ChaosPlan, Stalls};
 use crate::queue::effects::Effects;
+use crate::queue::observer::{Finish, FinishedTally};
 use crate::queue::run::{QueueOutcome, SHUTDOWN_LIMIT};
 use crate::queue::thread::{Joined, WorkerThread};
 use crate::queue::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig};
@@ -449,7 +450,10 @@ struct Fold {
     fenced_dones: u64,
     accepted_dones: HashMap<Uuid, u64>,
     finished: HashSet<Uuid>,
-    last_finished_at: Option<Instant>,
+    /// `finished` in the order the workers reported them, each when its worker learned it, for
+    /// the conductor's [`FinishedTally`] (a count that costs the new finishes, not the run's
+    /// tasks, per check).
+    finished_order: Vec<Finish>,
     working: HashSet<usize>,
 }
 
@@ -480,8 +484,7 @@ impl Fold {
             PeerEvent::DeadLettered { task_id, at } => {
                 self.dead += 1;
                 *self.wins_per_task.entry(task_id).or_insert(0) += 1;
-                self.finished.insert(task_id);
-                self.last_finished_at = Some(at);
+                self.finish(task_id, at);
             }
             PeerEvent::Empty => self.empty += 1,
             PeerEvent::LeaseLost => {
@@ -495,13 +498,21 @@ impl Fold {
                 self.working.remove(&slot);
                 if accepted {
                     *self.accepted_dones.entry(task_id).or_insert(0) += 1;
-                    if self.finished.insert(task_id) {
-                        self.last_finished_at = Some(at);
-                    }
+                    self.finish(task_id, at);
                 } else {
                     self.fenced_dones += 1;
                 }
             }
+        }
+    }
+
+    fn finish(&mut self, task_id: Uuid, at: Instant) {
+        if self.finished.insert(task_id) {
+            self.finished_order.push(Finish {
+                task_id,
+                done_offset: None,
+                observed_at: at,
+            });
         }
     }
 
@@ -616,18 +627,22 @@ async fn conduct(
     let mut replaced = 0u64;
     let mut check = tokio::time::interval(CHECK_EVERY);
     check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // Counting the finished tasks by looking each submitted one up, every check, cost the
+    // harness 18 % more CPU in runs of 30 000 tasks (1.01 against 0.82 s) and Redis-with-fsync
+    // 13 % of its tasks/s (25 282 against 29 215, medians of 5 runs at 30 workers, no work).
+    let mut finished_tally = FinishedTally::default();
     let ended_at = loop {
         tokio::select! {
             Some((slot, event)) = events_rx.recv() => fold.apply(slot, event),
             Some((id, at)) = submitted_rx.recv() => { submitted.insert(id, at); }
             _ = check.tick() => {
                 let now = Instant::now();
-                let finished = submitted.keys().filter(|id| fold.finished.contains(id)).count();
+                let finished = finished_tally.update(&fold.finished_order, &submitted);
                 let working = fold.working_slots();
                 let stalled_busy = !stalls.all_ended()
                     || stalled_slots.iter().any(|s| working.contains(s));
                 if submitted.len() == config.tasks && finished == config.tasks && !stalled_busy {
-                    break fold.last_finished_at.unwrap_or(now);
+                    break finished_tally.last_finished_at(|_| None).unwrap_or(now);
                 }
                 let killed = chaos.as_ref().filter(|c| c.mode() == ChaosMode::Crash).map_or(0, ChaosPlan::killed);
                 if killed > 0 && submitted.len() == config.tasks && finished + killed >= config.tasks {
