@@ -19,9 +19,11 @@
 //!   (`queue::verify`) over both logs read back at the end: the logs are the truth, not the
 //!   workers' view of them;
 //! * **tasks/s** = completed tasks ÷ (last accepted done − workers started), against the
-//!   **ceiling** `workers × 1000 / (work_ms + 2 × claim_p50_ms)`: each task costs a worker its
-//!   work plus two claims-log round trips (its claim, and its done, which it waits to see
-//!   applied). Under a trickle the ceiling is also capped by the arrival rate.
+//!   **ceiling** ([`ceiling_tasks_per_s`]) `workers × 1000 / (work_ms + round trips ×
+//!   claim_p50_ms)`: each task costs a worker its work plus one round trip when its done rides
+//!   with its next claim (the default), two when the done goes on its own (the claim, and the
+//!   done, which the worker waits to see applied). Under a trickle the ceiling is also capped
+//!   by the arrival rate.
 //!
 //! `--engine jetstream` runs the same workers, verifier and sink over two fresh R3 streams per run
 //! on the 3-node NATS cluster the `jetstream-workqueue` peer uses ([`run::run_on_jetstream`]),
@@ -207,6 +209,18 @@ pub struct QueueRunConfig {
     pub done_with_next_claim: bool,
 }
 
+/// The tasks/s `workers` would reach if each task cost exactly its work and its round trips
+/// at the claim p50: one round trip with the done riding on the next claim, two without.
+pub fn ceiling_tasks_per_s(
+    workers: usize,
+    work_ms: u64,
+    claim_p50_ms: f64,
+    done_with_next_claim: bool,
+) -> f64 {
+    let round_trips = if done_with_next_claim { 1.0 } else { 2.0 };
+    workers as f64 * 1_000.0 / (work_ms as f64 + round_trips * claim_p50_ms)
+}
+
 /// What one queue run measured. Field names are the JSON contract of the experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueRun {
@@ -312,7 +326,7 @@ pub struct QueueRun {
     pub workers_replaced: u64,
     /// Completed tasks per second.
     pub tasks_per_s: f64,
-    /// `workers × 1000 / (work_ms + 2 × claim_p50_ms)` (capped by the trickle rate).
+    /// [`ceiling_tasks_per_s`] (capped by the trickle rate).
     pub ceiling_tasks_per_s: f64,
     /// Seconds from workers started to the last accepted done (or the time limit).
     pub elapsed_s: f64,
@@ -422,3 +436,22 @@ pub fn label(config: &QueueRunConfig) -> String {
 }
 
 pub use report::markdown;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_done_riding_with_the_next_claim_leaves_one_round_trip_per_task_in_the_ceiling() {
+        // 30 workers, 10 ms of work, claims of 1 ms at p50.
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(
+            ceiling_tasks_per_s(30, 10, 1.0, true),
+            30_000.0 / 11.0
+        ));
+        assert!(close(
+            ceiling_tasks_per_s(30, 10, 1.0, false),
+            30_000.0 / 12.0
+        ));
+    }
+}

@@ -408,7 +408,7 @@ pub fn markdown(runs: &[&QueueRun], baseline: &Baseline) -> String {
     let _ = writeln!(
         out,
         "\nLoopback RTT p50 (baseline): {:.1} µs (one thread: {:.1} µs); fsync p50: {:.0} µs. \
-         Ceiling = workers × 1000 / (work_ms + 2 × claim p50 ms), capped by the arrival rate for a trickle. \
+         Ceiling = workers × 1000 / (work_ms + claim p50 ms), with 2 × claim p50 when dones go on their own (`--separate-dones`), capped by the arrival rate for a trickle. \
          \"Deep backlog\": claims appended while at least 2 × workers tasks had never been claimed. \
          CPU s: this process only (a peer's server is a process of its own).",
         baseline.rtt_us_p50, baseline.rtt_same_thread_us_p50, baseline.fsync_us_p50

@@ -724,8 +724,12 @@ async fn conduct(
         }
     }
     let claim_p50_ms = claim_latency_us.p50 / 1_000.0;
-    let mut ceiling_tasks_per_s =
-        config.workers as f64 * 1_000.0 / (config.work_ms as f64 + 2.0 * claim_p50_ms);
+    let mut ceiling_tasks_per_s = crate::queue::ceiling_tasks_per_s(
+        config.workers,
+        config.work_ms,
+        claim_p50_ms,
+        config.done_with_next_claim,
+    );
     let arrival_per_s = match config.arrival {
         Arrival::Backlog => 0.0,
         Arrival::Trickle => {
