@@ -37,7 +37,7 @@ use super::chaos::{ChaosPlan, Stalls};
 use super::effects::Effects;
 use super::observer::{FinishedTally, Observer};
 use super::tally::Tally;
-use super::thread::{Joined, WorkerThread};
+use super::thread::{Joined, StartGate, WorkerThread, start_line};
 use super::{Arrival, ChaosMode, PoolConnection, QueueRatios, QueueRun, QueueRunConfig, arrival};
 use crate::baseline::Baseline;
 use crate::broker_host::{BrokerProcess, BrokerSpec};
@@ -246,6 +246,7 @@ async fn conduct(
 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (start, gate) = start_line();
     // Pools of `config.pool` workers, each on a thread of its own, so a frozen member stalls
     // neither the followers nor its siblings.
     let pool_count = if config.pool > 1 {
@@ -280,6 +281,7 @@ async fn conduct(
             slot,
             events_tx.clone(),
             shutdown_rx.clone(),
+            gate.clone(),
             work,
             stall,
         )
@@ -289,6 +291,7 @@ async fn conduct(
     slots.extend(futures::future::try_join_all((0..config.workers).map(new_slot)).await?);
     let cpu_before = cpu::process_cpu_seconds();
     let started = Instant::now();
+    start.open();
     // The hop probe times the workers' claims only: not the enqueueing, not the start.
     drop(booblik_protocol::probe::take());
     if config.arrival == Arrival::Trickle {
@@ -623,6 +626,7 @@ async fn start_worker(
     slot: usize,
     events_out: mpsc::UnboundedSender<(usize, WorkerEvent, Instant)>,
     mut shutdown: watch::Receiver<bool>,
+    gate: StartGate,
     work: WorkFn,
     stall: Arc<AtomicBool>,
 ) -> anyhow::Result<Slot> {
@@ -652,6 +656,7 @@ async fn start_worker(
             }
         });
         let _ = started_tx.send(());
+        gate.passed().await;
         // A kill returns at once and drops the worker, its followers and (with the runtime)
         // its connections — a crash, as far as the other workers can tell.
         tokio::select! {

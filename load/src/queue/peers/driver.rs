@@ -32,7 +32,7 @@ use crate::queue::chaos::{ChaosPlan, Stalls};
 use crate::queue::effects::Effects;
 use crate::queue::observer::{Finish, FinishedTally};
 use crate::queue::run::{QueueOutcome, SHUTDOWN_LIMIT};
-use crate::queue::thread::{Joined, WorkerThread};
+use crate::queue::thread::{Joined, StartGate, WorkerThread, start_line};
 use crate::queue::{Arrival, ChaosMode, QueueRatios, QueueRun, QueueRunConfig};
 
 /// Longest wait of an idle worker before it claims again (Redis: the `BLOCK` of its read;
@@ -285,6 +285,7 @@ async fn start_worker(
     stalls: &Stalls,
     events: mpsc::UnboundedSender<(usize, PeerEvent)>,
     mut shutdown: watch::Receiver<bool>,
+    gate: StartGate,
 ) -> anyhow::Result<Slot> {
     let (url, keys, effects, stalls) = (
         url.to_owned(),
@@ -325,6 +326,7 @@ async fn start_worker(
             )),
         };
         let _ = started_tx.send(());
+        gate.passed().await;
         tokio::select! {
             outcome = serve(consumer, slot, settings, &switch, &stalls, &effects, &events) => outcome,
             _ = shutdown.wait_for(|stop| *stop) => Ok(()),
@@ -590,6 +592,7 @@ async fn conduct(
 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (start, gate) = start_line();
     let new_slot = |slot| {
         start_worker(
             url,
@@ -600,6 +603,7 @@ async fn conduct(
             &stalls,
             events_tx.clone(),
             shutdown_rx.clone(),
+            gate.clone(),
         )
     };
     let mut slots = Vec::with_capacity(config.workers);
@@ -608,6 +612,7 @@ async fn conduct(
     }
     let cpu_before = cpu::process_cpu_seconds();
     let started = Instant::now();
+    start.open();
     let enqueuer = (config.arrival == Arrival::Trickle).then(|| {
         let s = submitter.take().expect("the submitter");
         tokio::spawn(enqueue(
