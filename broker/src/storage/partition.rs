@@ -21,9 +21,18 @@
 //! completed fsync covers it: when its answer is awaited (for a session: when the answers
 //! before it are written, after it applied every request it had already received, so batches
 //! pipelined behind it are written before that fsync and share it), the caller syncs on its own
-//! thread inside `block_in_place` — unless an fsync covered the batch meanwhile (the shared
-//! durable mark), or the writer has work queued or holds the lock, in which case a
-//! [`Command::Sync`] joins the writer's next group commit. `docs/storage.md` § Inline appends.
+//! thread — unless an fsync covered the batch meanwhile (the shared durable mark), or the writer
+//! has work queued or holds the lock, in which case a [`Command::Sync`] joins the writer's next
+//! group commit. `docs/storage.md` § Inline appends.
+//!
+//! The caller's thread is a runtime worker, and an fsync blocks it. Inside `block_in_place` the
+//! runtime hands the thread's core to another thread for the duration and takes it back after:
+//! two thread switches per fsync, which cost a lone FORCED PRODUCE 12–23 % of its round trip
+//! on a 2-vCPU VM (`docs/benchmarks.md` § An inline fsync that keeps its core). So one runtime thread at a time ([`MAX_RUNTIME_THREADS_IN_FSYNC`],
+//! process-wide, and only in a runtime with another worker) keeps its core and blocks
+//! outright; any other inline fsync meanwhile goes through `block_in_place`. While it blocks,
+//! the other workers steal its queued tasks, but not the one task in its LIFO slot (often a
+//! long poll the append just woke), which waits for the fsync.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -281,8 +290,9 @@ impl Partition {
     }
 
     /// Waits until a completed fsync covers the log up to `log_bytes_end` (an inline FORCED
-    /// batch's end): at once if one did, else an fsync on this thread inside `block_in_place`
-    /// when the partition is idle, else the writer's next group commit ([`Command::Sync`]).
+    /// batch's end): at once if one did, else an fsync on this thread when the partition is
+    /// idle (keeping the core, or inside `block_in_place`: module docs), else the writer's next
+    /// group commit ([`Command::Sync`]).
     async fn sync_covering(
         &self,
         log_bytes_end: u64,
@@ -295,6 +305,10 @@ impl Partition {
             && may_block_in_place()
             && let Ok(guard) = self.log.try_lock()
         {
+            // One runtime thread at a time keeps its core through the fsync (module docs).
+            if let Some(_in_fsync) = RuntimeThreadInFsync::try_enter() {
+                return self.sync_inline(guard, log_bytes_end, written_at);
+            }
             return tokio::task::block_in_place(move || {
                 self.sync_inline(guard, log_bytes_end, written_at)
             });
@@ -610,6 +624,44 @@ fn may_block_in_place() -> bool {
         })
 }
 
+/// Runtime threads blocked in an inline fsync that kept their core, process-wide.
+static RUNTIME_THREADS_IN_FSYNC: AtomicUsize = AtomicUsize::new(0);
+
+/// How many runtime threads may block in an inline fsync at once without handing their core
+/// to another thread (`block_in_place` does that hand-off, which costs two thread switches
+/// per fsync). One: whatever else the blocked thread would have run waits for the fsync, so
+/// the rest of the runtime must stay free for it, and a runtime with a single worker thread
+/// never blocks its worker (module docs).
+pub const MAX_RUNTIME_THREADS_IN_FSYNC: usize = 1;
+
+/// A runtime thread's turn to fsync without handing its core off; gives the turn back when
+/// dropped.
+struct RuntimeThreadInFsync(());
+
+impl RuntimeThreadInFsync {
+    /// The turn, if no other runtime thread holds it and the current runtime has a worker
+    /// thread besides this one.
+    fn try_enter() -> Option<Self> {
+        let workers = tokio::runtime::Handle::try_current()
+            .map_or(0, |handle| handle.metrics().num_workers());
+        if workers < 2 {
+            return None;
+        }
+        RUNTIME_THREADS_IN_FSYNC
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |blocked| {
+                (blocked < MAX_RUNTIME_THREADS_IN_FSYNC).then_some(blocked + 1)
+            })
+            .ok()
+            .map(|_| Self(()))
+    }
+}
+
+impl Drop for RuntimeThreadInFsync {
+    fn drop(&mut self) {
+        RUNTIME_THREADS_IN_FSYNC.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Tells when a queued batch is written and its offsets visible to readers; see
 /// [`Partition::append_queued`]. Done from the start for a batch appended inline.
 #[derive(Debug)]
@@ -719,4 +771,41 @@ fn create_dir_durably(
         .create_dir_all(dir)
         .context(|| format!("creating {}", dir.display()))?;
     durability.sync_dir(parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// Other tests of this process fsync inline too, and may hold the turn for a moment.
+    fn take_the_turn() -> RuntimeThreadInFsync {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(turn) = RuntimeThreadInFsync::try_enter() {
+                return turn;
+            }
+            assert!(Instant::now() < deadline, "the turn was never free");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_one_runtime_thread_at_a_time_fsyncs_without_handing_its_core_off() {
+        let turn = take_the_turn();
+        assert!(
+            RuntimeThreadInFsync::try_enter().is_none(),
+            "a second runtime thread would block in an fsync too"
+        );
+        drop(turn);
+        drop(take_the_turn());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_runtime_with_one_worker_thread_never_blocks_it_in_an_fsync() {
+        for _ in 0..100 {
+            assert!(RuntimeThreadInFsync::try_enter().is_none());
+        }
+    }
 }
