@@ -28,11 +28,12 @@
 //! The caller's thread is a runtime worker, and an fsync blocks it. Inside `block_in_place` the
 //! runtime hands the thread's core to another thread for the duration and takes it back after:
 //! two thread switches per fsync, which cost a lone FORCED PRODUCE 12–23 % of its round trip
-//! on a 2-vCPU VM (`docs/benchmarks.md` § An inline fsync that keeps its core). So one runtime thread at a time ([`MAX_RUNTIME_THREADS_IN_FSYNC`],
-//! process-wide, and only in a runtime with another worker) keeps its core and blocks
-//! outright; any other inline fsync meanwhile goes through `block_in_place`. While it blocks,
-//! the other workers steal its queued tasks, but not the one task in its LIFO slot (often a
-//! long poll the append just woke), which waits for the fsync.
+//! on a 2-vCPU VM (`docs/benchmarks.md` § An inline fsync that keeps its core). So one runtime
+//! thread at a time ([`MAX_RUNTIME_THREADS_IN_FSYNC`], process-wide, and only in a runtime with
+//! another worker) keeps its core and blocks outright; any other inline fsync meanwhile goes
+//! through `block_in_place`. While it blocks, the other workers steal its queued tasks, but not
+//! the one task in its LIFO slot (often a long poll the append just woke), which waits for the
+//! fsync.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -42,7 +42,6 @@ pub mod report;
 pub mod run;
 pub mod tally;
 pub mod thread;
-pub mod work;
 
 use crate::ack::Ack;
 use crate::broker_host::BrokerProcess;

@@ -11,7 +11,7 @@
 //! verdict ignores it), and it shares the two cores with the system it measures. So it does not
 //! follow every append: after each read that brought records it pauses [`OBSERVER_PACE_MS`],
 //! and the next read takes everything appended meanwhile. Following every append cost a
-//! 30-worker run 4-7 % of its tasks/s and 11 % of its claim p50 (a long poll woken, answered
+//! 30-worker run 4-7 % of its tasks/s and 11-13 % of its claim p50 (a long poll woken, answered
 //! and folded per append, on the same cores as the broker and the workers), a load the peers'
 //! runs do not carry.
 //!
@@ -62,8 +62,9 @@ struct Finished {
 /// The conductor's tally of finished tasks among those it submitted, kept up to date by
 /// [`Observer::finished_among`] from what finished since its last call. A check costs the tasks
 /// that finished since the last one, not one lookup per submitted task: the conductor checks
-/// every 10 ms, and at 9 000 tasks the full count took 4 % of a core in a 30-worker profile,
-/// a load the peers' runs do not carry.
+/// every 10 ms, and at 9 000 tasks the full count took 4 % of a core in a 30-worker profile.
+/// The peers' conductor uses it too (`peers/driver.rs`), with each finish stamped when its
+/// worker had the server's answer.
 #[derive(Debug, Default)]
 pub struct FinishedTally {
     /// Entries of the observer's `order` already looked at.

@@ -544,7 +544,7 @@ fn booblik_work(
         let (stall, stalls, effects) = (Arc::clone(&stall), stalls.clone(), effects.clone());
         async move {
             effects.fence(assignment.task_id, assignment.token);
-            super::work::work_for(work_ms).await;
+            booblik_samples::queue::worker::work_for(work_ms).await;
             let result = result_of(&assignment.payload);
             stalls.freeze_if_asked(&stall);
             effects.commit(assignment.task_id, assignment.token, result.clone());

@@ -400,7 +400,7 @@ async fn serve(
             reclaimed: claimed.reclaimed,
         });
         effects.fence(claimed.task_id, claimed.token);
-        let work = crate::queue::work::work_for(settings.work_ms);
+        let work = booblik_samples::queue::worker::work_for(settings.work_ms);
         tokio::pin!(work);
         let mut next_extend = Instant::now() + extend_every;
         let mut lost = false;

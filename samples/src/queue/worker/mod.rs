@@ -92,4 +92,4 @@ pub use submit::{open_tasks_log, submit_task, submit_task_to};
 pub use view::{
     JoinError, MAX_CONSECUTIVE_FOLLOW_FAILURES, MAX_KEPT_OWN_VERDICTS, StateView, ViewError,
 };
-pub use work::{Assignment, WorkFn, result_of, simulated_work};
+pub use work::{Assignment, WorkFn, result_of, simulated_work, work_for};

@@ -35,22 +35,49 @@ pub struct Assignment {
 /// no state that must be cleaned up by hand.
 pub type WorkFn = Arc<dyn Fn(Assignment) -> BoxFuture<'static, Vec<u8>> + Send + Sync>;
 
-/// The default work: sleeps `work_ms` (not at all for 0), then returns [`result_of`] the payload.
+/// The default work: [`work_for`] `work_ms`, then returns [`result_of`] the payload.
 pub fn simulated_work(work_ms: u64) -> WorkFn {
     Arc::new(move |assignment: Assignment| {
         async move {
-            // A zero sleep is not free: tokio rounds a deadline up to its next millisecond tick.
-            if work_ms > 0 {
-                tokio::time::sleep(Duration::from_millis(work_ms)).await;
-            }
+            work_for(work_ms).await;
             result_of(&assignment.payload)
         }
         .boxed()
     })
 }
 
+/// Simulated work of `work_ms`: a sleep, so the worker's core is free meanwhile, as with
+/// I/O-bound work. Zero is no work at all, not `sleep(0)`: tokio's timer rounds a deadline up
+/// to its next millisecond tick, so a zero sleep would park the worker for up to a millisecond
+/// per task (the load harness's "0 ms of work" measured that timer until it stopped doing so).
+pub async fn work_for(work_ms: u64) {
+    if work_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(work_ms)).await;
+    }
+}
+
 /// The simulated result of a task: the CRC-32C of its payload, big-endian. Deterministic, so a
 /// test (or a person) can check a result against the task it claims to be for.
 pub fn result_of(payload: &[u8]) -> Vec<u8> {
     booblik_protocol::crc32c(payload).to_be_bytes().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn no_work_is_done_at_its_first_poll_without_the_timer() {
+        // A zero sleep would be pending here, registered with the timer for its next tick.
+        assert_eq!(work_for(0).now_or_never(), Some(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_takes_its_milliseconds() {
+        let before = tokio::time::Instant::now();
+        work_for(5).await;
+        assert!(tokio::time::Instant::now() - before >= Duration::from_millis(5));
+    }
 }
