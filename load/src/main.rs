@@ -233,9 +233,11 @@ struct QueueArgs {
     /// Trickle arrival rate, tasks per second.
     #[arg(long, default_value_t = 150.0)]
     trickle_per_s: f64,
-    /// Simulated work per task, ms.
-    #[arg(long, default_value_t = 10)]
-    work_ms: u64,
+    /// Simulated work per task, ms, swept: `0,5` runs every scenario with no work and with 5 ms
+    /// in one invocation, each judged against its own peers' runs. 0 is no work at all, not a
+    /// sleep (`booblik_samples::queue::worker::work_for`).
+    #[arg(long, value_delimiter = ',', default_values_t = [10u64])]
+    work_ms: Vec<u64>,
     /// Lease, ms (extends every lease/3). Short, so chaos runs recover quickly.
     #[arg(long, default_value_t = 1_000)]
     lease_ms: u64,
@@ -299,6 +301,7 @@ impl QueueArgs {
         }
     }
 
+    /// Every run's settings but the swept ones (workers, pick, arrival, pool, work time).
     fn template(&self) -> QueueRunConfig {
         QueueRunConfig {
             system: match self.engine {
@@ -312,7 +315,7 @@ impl QueueArgs {
             arrival: Arrival::Backlog,
             tasks: 0,
             trickle_per_s: self.trickle_per_s,
-            work_ms: self.work_ms,
+            work_ms: 0,
             lease_ms: self.lease_ms,
             claim_ack: self.claim_ack,
             chaos: self.chaos.map(|mode| self.chaos_config(mode)),
@@ -347,9 +350,25 @@ impl QueueArgs {
     /// Booblik's configurations: the sweep, then (unless switched off) the extra runs.
     fn booblik_configs(&self) -> Vec<QueueRunConfig> {
         // What tells two swept configurations apart (pools clamped to the worker count can meet).
-        let key = |c: &QueueRunConfig| (c.workers, c.pick, c.arrival, c.pool, c.pool_connection);
+        let key = |c: &QueueRunConfig| {
+            (
+                c.workers,
+                c.pick,
+                c.arrival,
+                c.pool,
+                c.pool_connection,
+                c.work_ms,
+            )
+        };
         let mut configs: Vec<QueueRunConfig> = Vec::new();
-        for config in queue::sweep(&self.workers, &self.pick, &self.arrival, self.template()) {
+        let swept = self.work_ms.iter().flat_map(|&work_ms| {
+            let template = QueueRunConfig {
+                work_ms,
+                ..self.template()
+            };
+            queue::sweep(&self.workers, &self.pick, &self.arrival, template)
+        });
+        for config in swept {
             for &pool in &self.pool {
                 let pool = pool.min(config.workers);
                 // Independent workers have no pool connection to share.
@@ -376,16 +395,21 @@ impl QueueArgs {
         self.sized(configs)
     }
 
-    /// At each swept worker count (random, backlog): chaos crash, chaos stall, and `written`
-    /// claims — unless the sweep already has that chaos or ack.
+    /// At each swept worker count and work time (random, backlog): chaos crash, chaos stall,
+    /// and `written` claims — unless the sweep already has that chaos or ack.
     fn extra_runs(&self) -> Vec<QueueRunConfig> {
-        let base = QueueRunConfig {
-            pick: PickArg::Random,
-            arrival: Arrival::Backlog,
-            ..self.template()
-        };
         let mut extra = Vec::new();
-        for &workers in &self.workers {
+        for (&work_ms, &workers) in self
+            .work_ms
+            .iter()
+            .flat_map(|work_ms| self.workers.iter().map(move |workers| (work_ms, workers)))
+        {
+            let base = QueueRunConfig {
+                pick: PickArg::Random,
+                arrival: Arrival::Backlog,
+                work_ms,
+                ..self.template()
+            };
             // Every pool size of the sweep gets the chaos and `written` runs too: a pool must
             // survive a killed or frozen member as independent workers do.
             let mut pools: Vec<usize> = self.pool.iter().map(|&p| p.min(workers)).collect();
