@@ -15,6 +15,25 @@
 //! ranked first; the worker then *defers* — waits a bounded time for the owner to claim it —
 //! before claiming it anyway (`worker/run.rs`, [`RENDEZVOUS_MAX_DEFERENCE_MS`]).
 //!
+//! # A backlog ranks over every live worker
+//!
+//! Idle workers are the right owners when tasks are scarce (a trickle): a busy worker will not
+//! claim for a while, and a task left to it would wait. In a backlog every live worker claims
+//! again as soon as it finishes, and a worker that sends a finished task's done together with
+//! its next claim holds a lease in the log at every moment: it never looks idle. Ranked over the
+//! idle workers alone, every worker then ranks first for every task, and rendezvous picks
+//! collide as `Random` does (30 workers with no work: 2.8–3.3 % lost races against random's
+//! 3.4–3.9 %, `docs/experiments/task-queue.md`). So when the claimable tasks number at least
+//! [`RENDEZVOUS_BACKLOG_PER_WORKER`] per live worker, [`choose_in_backlog`] ranks over the live
+//! workers, busy or not, and scans up to [`RENDEZVOUS_BACKLOG_SCAN`] candidates: enough that a
+//! worker almost never finds none of its own and defers. Fewer candidates, and no other worker
+//! looks idle (the last tasks of such a backlog), rank over the live workers too, with the
+//! usual deference: the owner is about to claim. Only when some other worker looks idle do the
+//! idle ones own the tasks. The rule stays a guess where views differ: a worker that deferred
+//! and sent its done alone looks idle to the others while one holding its lease counts itself,
+//! so their ranks can disagree for the last few tasks
+//! (`samples/tests/queue_rendezvous_pick_leaves_workers_almost_no_lost_races.rs`).
+//!
 //! [`RENDEZVOUS_MAX_DEFERENCE_MS`]: crate::queue::worker::RENDEZVOUS_MAX_DEFERENCE_MS
 
 use rand::Rng;
@@ -26,6 +45,18 @@ use crate::queue::state::Candidates;
 /// own with probability 1/k, so a scan of this many misses every own task with probability
 /// (1 − 1/k)^64: about 0.03 % at 8 workers, 12 % at 30, after which the worker defers.
 pub const RENDEZVOUS_SCAN: usize = 64;
+
+/// Claimable tasks per live worker from which the queue counts as a backlog, ranked over every
+/// live worker ([`choose_in_backlog`]). With `k` live workers and at least 8·k candidates, a
+/// scan of [`RENDEZVOUS_BACKLOG_SCAN`] (or of all of them, when fewer) misses every own task with
+/// probability at most (1 − 1/k)^(8·k) < e^−8 ≈ 0.03 %.
+pub const RENDEZVOUS_BACKLOG_PER_WORKER: usize = 8;
+
+/// Candidates a backlog pick ranks at most: with 30 live workers a scan this long misses every
+/// own task with probability (29/30)^256 ≈ 0.02 %. Each candidate that is not the worker's own
+/// costs about two hashes ([`ranks_first`] stops at the first worker ranked above), so a pick
+/// costs O(live workers) hashes on average.
+pub const RENDEZVOUS_BACKLOG_SCAN: usize = 256;
 
 /// What a rendezvous pick chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +84,15 @@ pub fn weight(task_id: Uuid, worker_id: Uuid) -> u64 {
     hash ^= hash >> 27;
     hash = hash.wrapping_mul(0x94d0_49bb_1331_11eb);
     hash ^ (hash >> 31)
+}
+
+/// Whether no worker of `workers` (other than `me`) ranks above `me` for `task_id`; stops at the
+/// first that does. Ties go to the higher worker id, as in [`workers_ranked_above`].
+fn ranks_first(task_id: Uuid, me: Uuid, workers: &[Uuid]) -> bool {
+    let mine = (weight(task_id, me), me);
+    !workers
+        .iter()
+        .any(|&other| other != me && (weight(task_id, other), other) > mine)
 }
 
 /// How many of `idle` (other than `me`) rank above `me` for `task_id`; ties go to the higher
@@ -94,4 +134,30 @@ pub fn choose<R: Rng + ?Sized>(
         task_id,
         ranked_first: false,
     })
+}
+
+/// Chooses among `candidates` in a backlog (module docs), ranking over `live` (every live
+/// worker, busy or idle; `me` counts whether listed or not): the first of up to
+/// [`RENDEZVOUS_BACKLOG_SCAN`] scanned candidates that `me` ranks first; if none is, the pick
+/// over the same candidates that [`choose`] makes (the best-ranked, to defer on). `None` if there
+/// are no candidates.
+pub fn choose_in_backlog<R: Rng + ?Sized>(
+    candidates: &Candidates<'_>,
+    me: Uuid,
+    live: &[Uuid],
+    rng: &mut R,
+) -> Option<Ranked> {
+    let len = candidates.len();
+    if len == 0 {
+        return None;
+    }
+    let start = rng.random_range(0..len);
+    candidates
+        .window(start, RENDEZVOUS_BACKLOG_SCAN)
+        .find(|&task_id| ranks_first(task_id, me, live))
+        .map(|task_id| Ranked {
+            task_id,
+            ranked_first: true,
+        })
+        .or_else(|| choose(candidates, me, live, rng))
 }

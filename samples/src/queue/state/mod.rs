@@ -79,6 +79,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::queue::pick::rendezvous::RENDEZVOUS_BACKLOG_PER_WORKER;
 use crate::queue::pick::{Pick, Ranked, rendezvous};
 use crate::queue::record::{ClaimsRecord, Task};
 use claimable::ClaimableIndex;
@@ -239,17 +240,28 @@ impl QueueState {
     }
 
     /// A [`Pick::Rendezvous`] for worker `me` at `now_ms`: the first scanned candidate `me` ranks
-    /// first among the idle live workers, else the one where it ranks best (`ranked_first:
-    /// false`). Costs O(workers) plus at most [`RENDEZVOUS_SCAN`](crate::queue::pick::RENDEZVOUS_SCAN)
-    /// × idle workers hashes.
+    /// first among the idle live workers — among all live workers in a backlog, when the
+    /// candidates number at least [`RENDEZVOUS_BACKLOG_PER_WORKER`] per live worker, or when no
+    /// other worker looks idle (`pick/rendezvous.rs`) — else the one where it ranks best
+    /// (`ranked_first: false`). Costs
+    /// O(workers) plus at most [`RENDEZVOUS_SCAN`](crate::queue::pick::RENDEZVOUS_SCAN) × idle
+    /// workers hashes, or in a backlog about two per scanned candidate.
     pub fn rendezvous_pick<R: Rng + ?Sized>(
         &self,
         now_ms: u64,
         me: Uuid,
         rng: &mut R,
     ) -> Option<Ranked> {
+        let candidates = self.candidates(now_ms);
+        let live: Vec<Uuid> = self.liveness.live_at(now_ms).collect();
+        if candidates.len() >= RENDEZVOUS_BACKLOG_PER_WORKER * live.len().max(1) {
+            return rendezvous::choose_in_backlog(&candidates, me, &live, rng);
+        }
         let idle: Vec<Uuid> = self.liveness.idle_at(now_ms).collect();
-        rendezvous::choose(&self.candidates(now_ms), me, &idle, rng)
+        if idle.iter().all(|&worker| worker == me) {
+            return rendezvous::choose(&candidates, me, &live, rng);
+        }
+        rendezvous::choose(&candidates, me, &idle, rng)
     }
 
     /// The workers live at `now_ms` by the claims log: their last record is younger than the
