@@ -188,28 +188,35 @@ fn drain(pick: Pick, workers: u128, tasks: u128, arrival: Arrival, dones: Dones)
     }
 }
 
-#[test]
-fn rendezvous_workers_drain_a_backlog_with_almost_no_lost_races() {
-    let rendezvous = drain(
-        Pick::Rendezvous,
-        BACKLOG_WORKERS,
-        BACKLOG_TASKS,
-        Arrival::Backlog,
-        Dones::Alone,
-    );
-    let random = drain(
-        Pick::Random,
-        BACKLOG_WORKERS,
-        BACKLOG_TASKS,
-        Arrival::Backlog,
-        Dones::Alone,
-    );
+/// Drains the same queue with `Rendezvous` and with `Random` (same seeds), checks both complete
+/// every task, and returns their outcomes in that order.
+fn drain_both(
+    label: &str,
+    workers: u128,
+    tasks: u128,
+    arrival: Arrival,
+    dones: Dones,
+) -> (Outcome, Outcome) {
+    let rendezvous = drain(Pick::Rendezvous, workers, tasks, arrival, dones);
+    let random = drain(Pick::Random, workers, tasks, arrival, dones);
     eprintln!(
-        "backlog: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
+        "{label}: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
         rendezvous.claims, rendezvous.lost_races, random.claims, random.lost_races
     );
-    assert_eq!(rendezvous.completed, BACKLOG_TASKS as u64);
-    assert_eq!(random.completed, BACKLOG_TASKS as u64);
+    assert_eq!(rendezvous.completed, tasks as u64);
+    assert_eq!(random.completed, tasks as u64);
+    (rendezvous, random)
+}
+
+#[test]
+fn rendezvous_workers_drain_a_backlog_with_almost_no_lost_races() {
+    let (rendezvous, random) = drain_both(
+        "backlog",
+        BACKLOG_WORKERS,
+        BACKLOG_TASKS,
+        Arrival::Backlog,
+        Dones::Alone,
+    );
     // At most 1 % of claims lost (the target for 3 workers in issue 19), where random loses
     // many times more from the same start.
     assert!(
@@ -228,26 +235,13 @@ fn rendezvous_workers_drain_a_backlog_with_almost_no_lost_races() {
 
 #[test]
 fn rendezvous_workers_leave_each_trickled_task_to_its_owner() {
-    let rendezvous = drain(
-        Pick::Rendezvous,
+    let (rendezvous, random) = drain_both(
+        "trickle",
         TRICKLE_WORKERS,
         TRICKLE_TASKS,
         Arrival::Trickle,
         Dones::Alone,
     );
-    let random = drain(
-        Pick::Random,
-        TRICKLE_WORKERS,
-        TRICKLE_TASKS,
-        Arrival::Trickle,
-        Dones::Alone,
-    );
-    eprintln!(
-        "trickle: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
-        rendezvous.claims, rendezvous.lost_races, random.claims, random.lost_races
-    );
-    assert_eq!(rendezvous.completed, TRICKLE_TASKS as u64);
-    assert_eq!(random.completed, TRICKLE_TASKS as u64);
     // Issue 19's trickle target at 30 workers is 10 %; in level views every owner claims its
     // task in the round it arrives, so nobody else should have raced it.
     assert!(
@@ -268,26 +262,13 @@ fn rendezvous_workers_leave_each_trickled_task_to_its_owner() {
 #[test]
 fn rendezvous_workers_whose_dones_ride_with_their_next_claims_drain_a_backlog_with_few_lost_races()
 {
-    let rendezvous = drain(
-        Pick::Rendezvous,
+    let (rendezvous, random) = drain_both(
+        "backlog, dones with the next claim",
         BACKLOG_WORKERS,
         BACKLOG_TASKS,
         Arrival::Backlog,
         Dones::WithNextClaim,
     );
-    let random = drain(
-        Pick::Random,
-        BACKLOG_WORKERS,
-        BACKLOG_TASKS,
-        Arrival::Backlog,
-        Dones::WithNextClaim,
-    );
-    eprintln!(
-        "backlog, dones with the next claim: rendezvous: {} claims, {} lost; random: {} claims, {} lost",
-        rendezvous.claims, rendezvous.lost_races, random.claims, random.lost_races
-    );
-    assert_eq!(rendezvous.completed, BACKLOG_TASKS as u64);
-    assert_eq!(random.completed, BACKLOG_TASKS as u64);
     // Ranked over the idle workers alone, every worker would rank first for every task (none
     // looks idle) and lose as many races as random. In these level views the last tasks still
     // cost some: a worker that deferred sends its done alone and looks idle to the others,

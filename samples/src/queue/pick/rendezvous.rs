@@ -104,6 +104,13 @@ fn workers_ranked_above(task_id: Uuid, me: Uuid, idle: &[Uuid]) -> usize {
         .count()
 }
 
+/// Where a pick's scan starts: a random position, so workers do not all start at the same end.
+/// `None` if there are no candidates.
+fn scan_start<R: Rng + ?Sized>(candidates: &Candidates<'_>, rng: &mut R) -> Option<usize> {
+    let len = candidates.len();
+    (len > 0).then(|| rng.random_range(0..len))
+}
+
 /// Chooses among `candidates` for worker `me`, ranking over `idle` (the idle live workers;
 /// `me` counts whether listed or not). `None` if there are no candidates.
 pub fn choose<R: Rng + ?Sized>(
@@ -112,11 +119,7 @@ pub fn choose<R: Rng + ?Sized>(
     idle: &[Uuid],
     rng: &mut R,
 ) -> Option<Ranked> {
-    let len = candidates.len();
-    if len == 0 {
-        return None;
-    }
-    let start = rng.random_range(0..len);
+    let start = scan_start(candidates, rng)?;
     let mut best: Option<(usize, Uuid)> = None;
     for task_id in candidates.window(start, RENDEZVOUS_SCAN) {
         let above = workers_ranked_above(task_id, me, idle);
@@ -147,11 +150,7 @@ pub fn choose_in_backlog<R: Rng + ?Sized>(
     live: &[Uuid],
     rng: &mut R,
 ) -> Option<Ranked> {
-    let len = candidates.len();
-    if len == 0 {
-        return None;
-    }
-    let start = rng.random_range(0..len);
+    let start = scan_start(candidates, rng)?;
     candidates
         .window(start, RENDEZVOUS_BACKLOG_SCAN)
         .find(|&task_id| ranks_first(task_id, me, live))
