@@ -86,21 +86,26 @@ pub fn weight(task_id: Uuid, worker_id: Uuid) -> u64 {
     hash ^ (hash >> 31)
 }
 
-/// Whether no worker of `workers` (other than `me`) ranks above `me` for `task_id`; stops at the
-/// first that does. Ties go to the higher worker id, as in [`workers_ranked_above`].
-fn ranks_first(task_id: Uuid, me: Uuid, workers: &[Uuid]) -> bool {
-    let mine = (weight(task_id, me), me);
-    !workers
-        .iter()
-        .any(|&other| other != me && (weight(task_id, other), other) > mine)
+/// What orders the workers for `task_id`: the weight, ties going to the higher worker id, so
+/// every worker breaks them alike.
+fn rank(task_id: Uuid, worker_id: Uuid) -> (u64, Uuid) {
+    (weight(task_id, worker_id), worker_id)
 }
 
-/// How many of `idle` (other than `me`) rank above `me` for `task_id`; ties go to the higher
-/// worker id, so every worker breaks them alike.
+/// Whether no worker of `workers` (other than `me`) ranks above `me` for `task_id`; stops at the
+/// first that does.
+fn ranks_first(task_id: Uuid, me: Uuid, workers: &[Uuid]) -> bool {
+    let mine = rank(task_id, me);
+    !workers
+        .iter()
+        .any(|&other| other != me && rank(task_id, other) > mine)
+}
+
+/// How many of `idle` (other than `me`) rank above `me` for `task_id`.
 fn workers_ranked_above(task_id: Uuid, me: Uuid, idle: &[Uuid]) -> usize {
-    let mine = (weight(task_id, me), me);
+    let mine = rank(task_id, me);
     idle.iter()
-        .filter(|&&other| other != me && (weight(task_id, other), other) > mine)
+        .filter(|&&other| other != me && rank(task_id, other) > mine)
         .count()
 }
 

@@ -243,9 +243,9 @@ impl QueueState {
     /// first among the idle live workers — among all live workers in a backlog, when the
     /// candidates number at least [`RENDEZVOUS_BACKLOG_PER_WORKER`] per live worker, or when no
     /// other worker looks idle (`pick/rendezvous.rs`) — else the one where it ranks best
-    /// (`ranked_first: false`). Costs
-    /// O(workers) plus at most [`RENDEZVOUS_SCAN`](crate::queue::pick::RENDEZVOUS_SCAN) × idle
-    /// workers hashes, or in a backlog about two per scanned candidate.
+    /// (`ranked_first: false`). Costs O(workers) plus at most
+    /// [`RENDEZVOUS_SCAN`](crate::queue::pick::RENDEZVOUS_SCAN) × ranked workers hashes, or in a
+    /// backlog about two per scanned candidate.
     pub fn rendezvous_pick<R: Rng + ?Sized>(
         &self,
         now_ms: u64,
