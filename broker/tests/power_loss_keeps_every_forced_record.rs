@@ -27,6 +27,12 @@
 //! (`PartitionStats::recovered_end` is not `Torn`): with the length stored last, a record cut
 //! between its stores has a zero length. That is what the store order is for.
 //!
+//! A fourth kills the MAPPED process at a random I/O call instead. A FORCED batch does not go
+//! through the mapping in MAPPED mode: it is one `pwrite` with its first length zero, then a
+//! `pwrite` of that length (`active.rs`, § FORCED batches in MAPPED mode), so a kill between the
+//! two must leave a zero length over the batch's bytes, never a torn record — and the same
+//! checks as the third test hold.
+//!
 //! Seeds: `BOOBLIK_POWER_LOSS_SEEDS` (default 1000 per test) from `BOOBLIK_POWER_LOSS_FIRST_SEED`
 //! (default 0); `BOOBLIK_POWER_LOSS_SEED=n` replays one. A failure names its seed and mode.
 
@@ -68,6 +74,12 @@ fn power_loss_spared_a_process_crash_between_mapped_stores_keeps_every_record_un
     run_seeds(WriteMode::Mapped, Crash::ProcessAtStore);
 }
 
+#[test]
+fn power_loss_spared_a_process_crash_between_a_mapped_forced_batch_s_writes_keeps_every_record_untorn()
+ {
+    run_seeds(WriteMode::Mapped, Crash::ProcessAtCall);
+}
+
 /// What goes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Crash {
@@ -75,9 +87,16 @@ enum Crash {
     PowerLoss,
     /// The process only, at a random store into the mapping (MAPPED): the page cache survives.
     ProcessAtStore,
+    /// The process only, at a random I/O call (MAPPED): the page cache survives.
+    ProcessAtCall,
 }
 
 impl Crash {
+    /// True when only the process dies, so the page cache (every WRITTEN record) survives.
+    fn spares_the_page_cache(self) -> bool {
+        matches!(self, Crash::ProcessAtStore | Crash::ProcessAtCall)
+    }
+
     fn test_name(self, mode: WriteMode) -> String {
         match self {
             Crash::PowerLoss => format!(
@@ -88,6 +107,9 @@ impl Crash {
                 "power_loss_spared_a_process_crash_between_mapped_stores_keeps_every_record_untorn"
                     .to_owned()
             }
+            Crash::ProcessAtCall => "power_loss_spared_a_process_crash_between_a_mapped_forced_\
+                                     batch_s_writes_keeps_every_record_untorn"
+                .to_owned(),
         }
     }
 }
@@ -148,7 +170,7 @@ fn run_seeds(mode: WriteMode, crash: Crash) {
         started.elapsed().as_secs_f64(),
         totals.forced_acknowledged,
         totals.written_acknowledged,
-        crash == Crash::ProcessAtStore,
+        crash.spares_the_page_cache(),
         totals.recovered,
         totals.crashed_mid_workload,
         totals.reordered,
@@ -173,6 +195,10 @@ fn run_seeds(mode: WriteMode, crash: Crash) {
             Crash::ProcessAtStore => assert!(
                 totals.zero_length_over_bytes * 10 > count,
                 "too few crashes between the stores of one record"
+            ),
+            Crash::ProcessAtCall => assert!(
+                totals.zero_length_over_bytes * 20 > count,
+                "too few crashes between the two writes of a FORCED batch"
             ),
         }
     }
@@ -248,7 +274,9 @@ async fn one_seed(seed: u64, mode: WriteMode, crash: Crash) -> Result<Run, Strin
     // The power goes out at a random call; past the end of the workload, after it. The process
     // at a random store (about seven per operation).
     match crash {
-        Crash::PowerLoss => sim.crash_after(rng.random_range(1..=u64::from(operations) * 2)),
+        Crash::PowerLoss | Crash::ProcessAtCall => {
+            sim.crash_after(rng.random_range(1..=u64::from(operations) * 2));
+        }
         Crash::ProcessAtStore => {
             sim.crash_after_stores(rng.random_range(1..=u64::from(operations) * 8));
         }
@@ -349,7 +377,7 @@ async fn one_seed(seed: u64, mode: WriteMode, crash: Crash) -> Result<Run, Strin
             run.torn = report.torn_pages > 0;
             Some(report)
         }
-        Crash::ProcessAtStore => {
+        Crash::ProcessAtStore | Crash::ProcessAtCall => {
             sim.process_crash().unwrap();
             None
         }
@@ -373,7 +401,7 @@ async fn one_seed(seed: u64, mode: WriteMode, crash: Crash) -> Result<Run, Strin
     };
     let part = partition(&storage);
     run.recovered_end = part.stats().recovered_end;
-    if crash == Crash::ProcessAtStore
+    if crash.spares_the_page_cache()
         && matches!(
             run.recovered_end,
             RecoveredEnd::Torn { .. } | RecoveredEnd::Quarantined { .. }
@@ -404,7 +432,7 @@ async fn one_seed(seed: u64, mode: WriteMode, crash: Crash) -> Result<Run, Strin
         }
     }
     let high_watermark = part.high_watermark();
-    if crash == Crash::ProcessAtStore {
+    if crash.spares_the_page_cache() {
         // The page cache outlived the process: WRITTEN means kept.
         forced.extend(written);
     }

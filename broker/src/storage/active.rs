@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | file size while active | capacity (pre-sized, zeros) | bytes written |
 //! | disk blocks while active | reserved with `fallocate`, [`ALLOCATION_CHUNK_BYTES`] at a time | bytes written |
-//! | append | copy into the mapping: payload, CRC, length last | one `pwrite` per batch |
+//! | append | copy into the mapping: payload, CRC, length last; a FORCED batch: one `pwrite`, then its first length | one `pwrite` per batch |
 //! | end of the log on disk | the first zero length | the end of the file |
 //! | durable after | `msync` of the dirty range + `fdatasync` | `fdatasync` |
 //! | sealing / closing | sync, unmap, trim the file to the bytes written | sync |
@@ -26,6 +26,21 @@
 //! behaviour. In FILE mode `pwrite` itself reports the shortage, possibly after writing part of
 //! the batch, so the file is cut back to the private write position first.
 //!
+//! # FORCED batches in MAPPED mode
+//!
+//! A batch whose append is answered only after an fsync (ack FORCED) is not copied into the
+//! mapping: it is encoded into the scratch buffer and written into the same pre-sized, reserved
+//! file with one `pwrite`, its first record's length zero, and then that length with a second
+//! `pwrite` — so a process killed in between leaves a zero length where the batch starts, as a
+//! store into the mapping would. The reason is the fsync that follows. The `fdatasync` of a
+//! file whose dirty pages are mapped writable write-protects those pages, and the next store into
+//! each of them faults through the file system's `page_mkwrite`. On this project's VMs (ext4,
+//! kernel 6.18) that cycle made every group commit's `fdatasync` about three times as long as the
+//! same bytes written with `pwrite` (344–366 against 121 µs on average, one connection, 16 FORCED
+//! batches in flight), and halved FORCED throughput. A WRITTEN batch, which no fsync follows at
+//! once, keeps the copy into the mapping, which is the cheaper write (`docs/benchmarks.md` §
+//! FORCED appends and the mapping).
+//!
 //! Either way [`ActiveSegment::write`] returns [`StorageError::NoSpace`] only when the segment is
 //! exactly as it was before the call; whether the *batch* can still be refused whole is for
 //! [`PartitionLog::append`](super::log::PartitionLog::append) to decide.
@@ -33,7 +48,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use booblik_protocol::{encode_record, record_bytes};
+use booblik_protocol::{AckPolicy, encode_record, record_bytes};
 use rustix::io::Errno;
 use tracing::warn;
 
@@ -208,8 +223,10 @@ impl ActiveSegment {
     }
 
     /// Writes `payloads` (which the caller checked fit) after the last record and indexes them.
-    /// Not yet visible to readers: see [`ActiveSegment::publish`].
-    pub(crate) fn write(&mut self, payloads: &[&[u8]]) -> Result<(), StorageError> {
+    /// Not yet visible to readers: see [`ActiveSegment::publish`]. `ack` is the batch's: in
+    /// MAPPED mode a FORCED batch is written with `pwrite` instead of copied into the mapping
+    /// (module docs, § FORCED batches in MAPPED mode).
+    pub(crate) fn write(&mut self, payloads: &[&[u8]], ack: AckPolicy) -> Result<(), StorageError> {
         if self.sealed {
             return Err(StorageError::io(
                 format!("writing {}", self.segment.path().display()),
@@ -235,9 +252,13 @@ impl ActiveSegment {
             });
             position += record_bytes(payload.len()) as u32;
         }
-        if self.mapping.is_some() {
-            // Before the first store: a store into an unallocated page of a full disk is SIGBUS.
+        let mapped = self.mapping.is_some();
+        if mapped {
+            // Before the first byte: a store into an unallocated page of a full disk is SIGBUS,
+            // and a `pwrite` there could be short.
             self.reserve(u64::from(position))?;
+        }
+        if mapped && ack != AckPolicy::Forced {
             let mapping = self.mapping.as_mut().expect("checked above");
             debug_assert!(position as usize <= mapping.len());
             for (payload, entry) in payloads.iter().zip(&entries) {
@@ -250,17 +271,26 @@ impl ActiveSegment {
             for payload in payloads {
                 encode_record(payload, &mut self.scratch);
             }
-            let written = self.io.write_all_at(
-                self.segment.file(),
-                &self.scratch,
-                u64::from(start.position),
-            );
+            let written = if mapped {
+                self.write_length_last(u64::from(start.position))
+            } else {
+                self.io.write_all_at(
+                    self.segment.file(),
+                    &self.scratch,
+                    u64::from(start.position),
+                )
+            };
             // One large batch must not keep its buffer for the rest of the segment.
             if self.scratch.capacity() > SCRATCH_RETAINED_BYTES {
                 self.scratch = Vec::with_capacity(SCRATCH_RETAINED_BYTES);
             }
             if let Err(source) = written {
-                return Err(self.undo_file_write(start.position, source));
+                return Err(if mapped {
+                    // The blocks were reserved, so this is no shortage of space: an I/O error.
+                    StorageError::io(format!("writing {}", self.segment.path().display()), source)
+                } else {
+                    self.undo_file_write(start.position, source)
+                });
             }
         }
         self.segment.extend_index(entries);
@@ -269,6 +299,18 @@ impl ActiveSegment {
             position,
         };
         Ok(())
+    }
+
+    /// MAPPED mode, a FORCED batch: writes the encoded batch in the scratch buffer at
+    /// `position` with its first record's length zero, then that length. Until the second write
+    /// the batch reads as the zero length of unwritten space, so a process killed in between
+    /// leaves what a store into the mapping leaves: a zero length, and recovery cuts there.
+    fn write_length_last(&mut self, position: u64) -> std::io::Result<()> {
+        let file = self.segment.file();
+        let length: [u8; 4] = self.scratch[..4].try_into().expect("a record has a length");
+        self.scratch[..4].fill(0);
+        self.io.write_all_at(file, &self.scratch, position)?;
+        self.io.write_all_at(file, &length, position)
     }
 
     /// MAPPED mode: makes sure the file's blocks below `end` are allocated before records are
@@ -447,15 +489,67 @@ mod tests {
     }
 
     #[test]
+    fn a_mapped_segment_writes_a_forced_batch_with_pwrite_and_the_same_bytes_as_a_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+        let stores_before = sim_io().stores();
+        active
+            .write(&[&[7u8; 100], &[8u8; 20]], AckPolicy::Written)
+            .unwrap();
+        assert_eq!(
+            sim_io().stores(),
+            stores_before + 6,
+            "three stores per record"
+        );
+        let calls_before = sim_io().calls();
+        active
+            .write(&[&[9u8; 50], &[10u8; 5000]], AckPolicy::Forced)
+            .unwrap();
+        assert_eq!(
+            sim_io().stores(),
+            stores_before + 6,
+            "a FORCED batch stores nothing"
+        );
+        assert_eq!(
+            sim_io().calls(),
+            calls_before + 2,
+            "the batch with its first length zero, then that length"
+        );
+        // Inside the reservation: a FORCED batch that would pass it reserves first.
+        assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
+        let mut expected = Vec::new();
+        for payload in [&[7u8; 100][..], &[8u8; 20], &[9u8; 50], &[10u8; 5000]] {
+            encode_record(payload, &mut expected);
+        }
+        let mut on_disk = vec![0u8; expected.len() + 8];
+        active
+            .segment()
+            .file()
+            .read_exact_at(&mut on_disk, 0)
+            .unwrap();
+        assert_eq!(
+            &on_disk[..expected.len()],
+            expected,
+            "both paths wrote the same records"
+        );
+        assert_eq!(
+            &on_disk[expected.len()..],
+            [0u8; 8],
+            "and nothing past them"
+        );
+        assert_eq!(u64::from(active.written.position), expected.len() as u64);
+    }
+
+    #[test]
     fn a_mapped_write_reserves_a_chunk_ahead_and_sealing_releases_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
         assert_eq!(disk_bytes(&active), 0, "a new segment is sparse");
-        active.write(&[&[7u8; 100]]).unwrap();
+        active.write(&[&[7u8; 100]], AckPolicy::Written).unwrap();
         assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
         assert!(disk_bytes(&active) >= ALLOCATION_CHUNK_BYTES);
         // Writes inside the reservation make no new one.
-        active.write(&[&[8u8; 1000]]).unwrap();
+        active.write(&[&[8u8; 1000]], AckPolicy::Written).unwrap();
         assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
         active.seal(&durability()).unwrap();
         let written = u64::from(active.written.position);
@@ -472,14 +566,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::File, 8 * 1024 * 1024);
         active
-            .write(&[&vec![1u8; 2 * SCRATCH_RETAINED_BYTES]])
+            .write(
+                &[&vec![1u8; 2 * SCRATCH_RETAINED_BYTES]],
+                AckPolicy::Written,
+            )
             .unwrap();
         assert!(
             active.scratch.capacity() <= SCRATCH_RETAINED_BYTES,
             "{} bytes of scratch kept after a large batch",
             active.scratch.capacity()
         );
-        active.write(&[&[2u8; 100]]).unwrap();
+        active.write(&[&[2u8; 100]], AckPolicy::Written).unwrap();
         assert!(active.scratch.capacity() <= SCRATCH_RETAINED_BYTES);
         assert_eq!(active.written.record_count, 2);
     }
@@ -489,7 +586,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let capacity = 64 * 1024;
         let mut active = create(dir.path(), WriteMode::Mapped, capacity);
-        active.write(&[&[7u8; 100]]).unwrap();
+        active.write(&[&[7u8; 100]], AckPolicy::Written).unwrap();
         assert_eq!(active.allocated_bytes, capacity);
         assert_eq!(
             file_len(&active),
@@ -502,7 +599,9 @@ mod tests {
     fn a_resumed_segment_reserves_from_its_records_on() {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
-        active.write(&[&[7u8; 100], &[8u8; 200]]).unwrap();
+        active
+            .write(&[&[7u8; 100], &[8u8; 200]], AckPolicy::Written)
+            .unwrap();
         active.publish();
         let segment = Arc::clone(active.segment());
         drop(active);
@@ -515,32 +614,35 @@ mod tests {
         .unwrap();
         let records = u64::from(resumed.written.position);
         assert_eq!(resumed.allocated_bytes, records);
-        resumed.write(&[&[9u8; 10]]).unwrap();
+        resumed.write(&[&[9u8; 10]], AckPolicy::Written).unwrap();
         assert_eq!(resumed.allocated_bytes, records + ALLOCATION_CHUNK_BYTES);
     }
 
     #[test]
     fn without_room_for_a_chunk_a_mapped_write_reserves_just_what_it_needs() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
-        let needed = record_bytes(100) as u64;
-        sim_io().set_free_bytes(Some(needed));
-        let written = active.write(&[&[7u8; 100]]);
-        sim_io().set_free_bytes(None);
-        written.unwrap();
-        assert_eq!(active.allocated_bytes, needed);
+        // A FORCED batch too: its `pwrite` lands in the blocks just reserved and needs no more.
+        for ack in [AckPolicy::Written, AckPolicy::Forced] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
+            let needed = record_bytes(100) as u64;
+            sim_io().set_free_bytes(Some(needed));
+            let written = active.write(&[&[7u8; 100]], ack);
+            sim_io().set_free_bytes(None);
+            written.unwrap_or_else(|error| panic!("{ack:?}: {error}"));
+            assert_eq!(active.allocated_bytes, needed, "{ack:?}");
+        }
     }
 
     #[test]
     fn a_mapped_write_without_room_is_refused_before_anything_is_copied() {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::Mapped, 4 * ALLOCATION_CHUNK_BYTES);
-        active.write(&[&[7u8; 100]]).unwrap();
+        active.write(&[&[7u8; 100]], AckPolicy::Written).unwrap();
         // Past the first chunk, with nothing free.
         let before = active.written;
         let big = vec![5u8; ALLOCATION_CHUNK_BYTES as usize];
         sim_io().set_free_bytes(Some(0));
-        let refused = active.write(&[&big]);
+        let refused = active.write(&[&big], AckPolicy::Written);
         sim_io().set_free_bytes(None);
         let error = refused.unwrap_err();
         assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
@@ -553,7 +655,7 @@ mod tests {
             .unwrap();
         assert_eq!(length, [0; 4], "nothing was copied past the records");
         // Space is back: the same record goes where the refused one would have.
-        active.write(&[&big]).unwrap();
+        active.write(&[&big], AckPolicy::Written).unwrap();
         assert_eq!(active.written.record_count, 2);
     }
 
@@ -561,11 +663,11 @@ mod tests {
     fn a_file_write_cut_short_by_a_full_disk_is_cut_back_and_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut active = create(dir.path(), WriteMode::File, 1024 * 1024);
-        active.write(&[&[7u8; 100]]).unwrap();
+        active.write(&[&[7u8; 100]], AckPolicy::Written).unwrap();
         let before = active.written;
         // Room for the first record of the batch and part of the second: a short write.
         sim_io().set_free_bytes(Some(record_bytes(50) as u64 + 20));
-        let refused = active.write(&[&[1u8; 50], &[2u8; 50]]);
+        let refused = active.write(&[&[1u8; 50], &[2u8; 50]], AckPolicy::Written);
         sim_io().set_free_bytes(None);
         let error = refused.unwrap_err();
         assert!(matches!(error, StorageError::NoSpace { .. }), "{error}");
@@ -575,7 +677,7 @@ mod tests {
             u64::from(before.position),
             "no byte of the refused batch may stay in the file"
         );
-        active.write(&[&[3u8; 30]]).unwrap();
+        active.write(&[&[3u8; 30]], AckPolicy::Written).unwrap();
         assert_eq!(
             file_len(&active),
             u64::from(before.position) + record_bytes(30) as u64

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use booblik_protocol::{RecordSet, record_bytes};
+use booblik_protocol::{AckPolicy, RecordSet, record_bytes};
 use tracing::info;
 
 use super::active::ActiveSegment;
@@ -192,8 +192,14 @@ impl PartitionLog {
             .fetch_max(self.active.log_bytes_end(), Ordering::Release);
     }
 
-    /// Appends a batch; see the module docs. The records get consecutive offsets.
-    pub(crate) fn append(&mut self, records: &RecordSet) -> Result<Appended, StorageError> {
+    /// Appends a batch; see the module docs. The records get consecutive offsets. `ack` is the
+    /// batch's: it decides how MAPPED mode writes it (`active.rs`, § FORCED batches in MAPPED
+    /// mode); the sync itself is the caller's.
+    pub(crate) fn append(
+        &mut self,
+        records: &RecordSet,
+        ack: AckPolicy,
+    ) -> Result<Appended, StorageError> {
         let max = self.settings.max_payload_bytes();
         let largest = records.max_payload_len();
         if largest > max {
@@ -234,7 +240,7 @@ impl PartitionLog {
                 debug_assert!(!self.active.is_empty());
                 self.roll()
             } else {
-                self.active.write(&fitting)
+                self.active.write(&fitting, ack)
             };
             match step {
                 Ok(()) => written_records += fitting.len(),
@@ -436,10 +442,10 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..3)).unwrap();
+            log.append(&batch(0..3), AckPolicy::Written).unwrap();
             // The segment is full, so the next batch rolls first and then finds no space.
             sim_io().set_free_bytes(Some(0));
-            let refused = log.append(&batch(3..4));
+            let refused = log.append(&batch(3..4), AckPolicy::Written);
             sim_io().set_free_bytes(None);
             let error = refused.unwrap_err();
             assert!(
@@ -448,7 +454,7 @@ mod tests {
             );
             assert_eq!(log.view().high_watermark(), 3, "{mode:?}");
 
-            let appended = log.append(&batch(4..6)).unwrap();
+            let appended = log.append(&batch(4..6), AckPolicy::Written).unwrap();
             assert_eq!(appended.base_offset, 3, "{mode:?}");
             let expected: Vec<Vec<u8>> = [0, 1, 2, 4, 5].map(payload).into();
             assert_eq!(records(&log), expected, "{mode:?}");
@@ -463,9 +469,9 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..2)).unwrap();
+            log.append(&batch(0..2), AckPolicy::Written).unwrap();
             // Room for one more record; the next batch has two, which fit an empty segment.
-            let appended = log.append(&batch(2..4)).unwrap();
+            let appended = log.append(&batch(2..4), AckPolicy::Written).unwrap();
             assert_eq!(appended.base_offset, 2, "{mode:?}");
             let view = log.view();
             let first = view.read(0, u32::MAX / 2).unwrap();
@@ -486,10 +492,10 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..2)).unwrap();
+            log.append(&batch(0..2), AckPolicy::Written).unwrap();
             // Room for one record of the two: the batch rolls first, then finds no space.
             sim_io().set_free_bytes(Some(0));
-            let refused = log.append(&batch(2..4));
+            let refused = log.append(&batch(2..4), AckPolicy::Written);
             sim_io().set_free_bytes(None);
             let error = refused.unwrap_err();
             assert!(error.is_refusal(), "{mode:?}: {error}");
@@ -503,7 +509,7 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..2)).unwrap();
+            log.append(&batch(0..2), AckPolicy::Written).unwrap();
             // A batch larger than a whole segment (4 records, room for 3) must be split. Room
             // for its first record in this segment (MAPPED reserved it with the first batch;
             // FILE needs its bytes), none for the rest after the roll.
@@ -512,7 +518,7 @@ mod tests {
                 WriteMode::File => (PAYLOAD_BYTES + 8) as u64,
             };
             sim_io().set_free_bytes(Some(free));
-            let failed = log.append(&batch(2..6));
+            let failed = log.append(&batch(2..6), AckPolicy::Written);
             sim_io().set_free_bytes(None);
             assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
@@ -524,13 +530,13 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..2)).unwrap();
+            log.append(&batch(0..2), AckPolicy::Written).unwrap();
             // Room for one more record: a batch of two rolls, and the new segment's file cannot
             // be created (no inode, however many bytes are free). Twice: a failed try leaves
             // nothing behind that would stop the next one.
             sim_io().refuse_new_files(true);
             for _ in 0..2 {
-                let error = log.append(&batch(2..4)).unwrap_err();
+                let error = log.append(&batch(2..4), AckPolicy::Written).unwrap_err();
                 assert!(
                     matches!(error, StorageError::NoSpace { .. }) && error.is_refusal(),
                     "{mode:?}: {error}"
@@ -541,7 +547,7 @@ mod tests {
             sim_io().refuse_new_files(false);
 
             // One record would fit what is left of the old segment, but that one is sealed.
-            let appended = log.append(&batch(4..5)).unwrap();
+            let appended = log.append(&batch(4..5), AckPolicy::Written).unwrap();
             assert_eq!(appended.base_offset, 2, "{mode:?}");
             let expected: Vec<Vec<u8>> = [0, 1, 4].map(payload).into();
             assert_eq!(records(&log), expected, "{mode:?}");
@@ -561,15 +567,21 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..3)).unwrap();
+            log.append(&batch(0..3), AckPolicy::Written).unwrap();
             sim_io().refuse_new_files(true);
-            let refused = log.append(&batch(3..4));
+            let refused = log.append(&batch(3..4), AckPolicy::Written);
             sim_io().refuse_new_files(false);
             assert!(refused.unwrap_err().is_refusal(), "{mode:?}");
             log.close().unwrap();
             let mut log = open(dir.path(), mode);
             assert_eq!(records(&log), (0..3).map(payload).collect::<Vec<_>>());
-            assert_eq!(log.append(&batch(3..4)).unwrap().base_offset, 3, "{mode:?}");
+            assert_eq!(
+                log.append(&batch(3..4), AckPolicy::Written)
+                    .unwrap()
+                    .base_offset,
+                3,
+                "{mode:?}"
+            );
         }
     }
 
@@ -578,11 +590,11 @@ mod tests {
         for mode in MODES {
             let dir = tempfile::tempdir().unwrap();
             let mut log = open(dir.path(), mode);
-            log.append(&batch(0..2)).unwrap();
+            log.append(&batch(0..2), AckPolicy::Written).unwrap();
             // A batch larger than a whole segment (4 records, room for 3): its first record
             // goes into this segment, then the roll cannot create the next one.
             sim_io().refuse_new_files(true);
-            let failed = log.append(&batch(2..6));
+            let failed = log.append(&batch(2..6), AckPolicy::Written);
             sim_io().refuse_new_files(false);
             assert_fails_after_one_record(&failed.unwrap_err(), mode);
         }
@@ -594,7 +606,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let mut log = open(dir.path(), WriteMode::File);
-        log.append(&batch(0..3)).unwrap();
+        log.append(&batch(0..3), AckPolicy::Written).unwrap();
         log.sync().unwrap();
         let view = log.view();
         let segment = Arc::clone(&view.snapshot()[0]);

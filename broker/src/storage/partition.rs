@@ -263,7 +263,7 @@ impl Partition {
         let in_progress = InProgress::enter(&self.inline_in_progress);
         // What the writer does with a batch (`Writer::handle`), on this thread.
         let result = self.poison.check().and_then(|()| {
-            log.append(records).inspect_err(|error| {
+            log.append(records, ack).inspect_err(|error| {
                 if !error.is_refusal() {
                     poison_with(&self.poison, &self.label(), error);
                 } else if matches!(error, StorageError::NoSpace { .. }) {

@@ -108,6 +108,9 @@ struct Faults {
     fail_next_directory_fsync: bool,
     refuse_new_files: bool,
     free_bytes: Option<u64>,
+    /// (device, inode) → the end of the range `fallocate` reserved in that file while
+    /// `free_bytes` counted. Writes below it take no free bytes: their blocks are allocated.
+    allocated_end: HashMap<(u64, u64), u64>,
 }
 
 #[derive(Debug, Default)]
@@ -221,7 +224,7 @@ impl SimIo {
     }
 
     /// From now on the disk has `free` bytes left for `fallocate` and `pwrite` (`None`: the
-    /// real disk's).
+    /// real disk's). A `pwrite` into a range `fallocate` reserved since takes none of them.
     pub fn set_free_bytes(&self, free: Option<u64>) {
         lock(&self.state).faults.free_bytes = free;
     }
@@ -574,11 +577,19 @@ impl StorageIo for SimIo {
     fn write_all_at(&self, file: &File, bytes: &[u8], position: u64) -> std::io::Result<()> {
         let mut state = self.enter()?;
         if let Some(free) = state.faults.free_bytes {
-            let room = free.min(bytes.len() as u64);
+            let allocated_end = if state.faults.allocated_end.is_empty() {
+                0
+            } else {
+                let id = inode(&file.metadata()?);
+                state.faults.allocated_end.get(&id).copied().unwrap_or(0)
+            };
+            let len = bytes.len() as u64;
+            let reserved = allocated_end.saturating_sub(position).min(len);
+            let room = free.min(len - reserved);
             state.faults.free_bytes = Some(free - room);
-            if room < bytes.len() as u64 {
+            if reserved + room < len {
                 // What a real full disk does: a short write, then the error.
-                RealIo.write_all_at(file, &bytes[..room as usize], position)?;
+                RealIo.write_all_at(file, &bytes[..(reserved + room) as usize], position)?;
                 return Err(Errno::NOSPC.into());
             }
         }
@@ -586,7 +597,14 @@ impl StorageIo for SimIo {
     }
 
     fn set_len(&self, file: &File, len: u64) -> std::io::Result<()> {
-        let _state = self.enter()?;
+        let mut state = self.enter()?;
+        if !state.faults.allocated_end.is_empty() {
+            // A cut releases the blocks past it.
+            let id = inode(&file.metadata()?);
+            if let Some(end) = state.faults.allocated_end.get_mut(&id) {
+                *end = (*end).min(len);
+            }
+        }
         RealIo.set_len(file, len)
     }
 
@@ -597,6 +615,12 @@ impl StorageIo for SimIo {
                 return Err(Errno::NOSPC.into());
             }
             state.faults.free_bytes = Some(free - (to - from));
+            let end = state
+                .faults
+                .allocated_end
+                .entry(inode(&file.metadata()?))
+                .or_default();
+            *end = (*end).max(to);
         }
         RealIo.allocate(file, from, to)
     }

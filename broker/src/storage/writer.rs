@@ -387,7 +387,7 @@ impl Writer {
             } => {
                 let picked = queued.hop("b2 writer thread takes the batch from its queue");
                 let result = self.poison.check().and_then(|()| {
-                    log.append(&records).inspect_err(|error| {
+                    log.append(&records, ack).inspect_err(|error| {
                         // A refusal is not a failure of the log.
                         if !error.is_refusal() {
                             self.poison_with(error);
