@@ -286,7 +286,10 @@ impl ActiveSegment {
             }
             if let Err(source) = written {
                 return Err(if mapped {
-                    // The blocks were reserved, so this is no shortage of space: an I/O error.
+                    // The blocks were reserved (where the file system can reserve; where it
+                    // cannot, a store would have met the same shortage with SIGBUS), so this is
+                    // an I/O error, which poisons. The batch's first length is still zero unless
+                    // the second write landed, so recovery cuts there.
                     StorageError::io(format!("writing {}", self.segment.path().display()), source)
                 } else {
                     self.undo_file_write(start.position, source)
