@@ -518,7 +518,7 @@ mod tests {
             calls_before + 2,
             "the batch with its first length zero, then that length"
         );
-        // Inside the reservation: a FORCED batch that would pass it reserves first.
+        // Both batches fell inside the chunk the first write reserved: no new reservation.
         assert_eq!(active.allocated_bytes, ALLOCATION_CHUNK_BYTES);
         let mut expected = Vec::new();
         for payload in [&[7u8; 100][..], &[8u8; 20], &[9u8; 50], &[10u8; 5000]] {
