@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | file size while active | capacity (pre-sized, zeros) | bytes written |
 //! | disk blocks while active | reserved with `fallocate`, [`ALLOCATION_CHUNK_BYTES`] at a time | bytes written |
-//! | append | copy into the mapping: payload, CRC, length last; a FORCED batch: one `pwrite`, then its first length | one `pwrite` per batch |
+//! | append | copy into the mapping: payload, CRC, length last; a FORCED batch: zeros ahead of it now and then, one `pwrite`, then its first length | one `pwrite` per batch |
 //! | end of the log on disk | the first zero length | the end of the file |
 //! | durable after | `msync` of the dirty range + `fdatasync` | `fdatasync` |
 //! | sealing / closing | sync, unmap, trim the file to the bytes written | sync |

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Pooled 3-worker claims at 0 and 5 ms of work only (no peers), 5 repetitions, builds alternated.
+set -eu
+for i in 1 2 3 4; do
+  for b in before after; do
+    if [ $b = before ]; then BIN=$BEFORE; else BIN=$AFTER; fi
+    "$BIN" queue --workers 3 --pool 3 --pick random --arrival backlog --work-ms 0,5 --tasks 1000 \
+      --repetitions 5 --no-extra-queue-runs --pool-connection own \
+      --json q3w-$b-$i.json > q3w-$b-$i.md
+  done
+done
