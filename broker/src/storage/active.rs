@@ -76,7 +76,8 @@ pub(crate) const ALLOCATION_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// most (within the reserved blocks), so the fsyncs that follow overwrite blocks that already
 /// hold data instead of converting reserved ("unwritten") extents. A batch zeroes the next this
 /// many bytes when its end comes within half of it of the zeroed end: one 256 KiB `pwrite` of
-/// zeros per 128–256 KiB of FORCED records, and the next fsync writes them out once.
+/// zeros per 256 KiB of FORCED records (the first at the first FORCED batch), and the next
+/// fsync writes them out once.
 ///
 /// Why: an `fdatasync` that covers the first write into a reserved block must also write the
 /// extent tree that marks the block written. On the project's VMs (ext4, kernel 6.18) an fsync
@@ -239,10 +240,14 @@ impl ActiveSegment {
         self.capacity_bytes - u64::from(self.written.position)
     }
 
-    /// True when `bytes` of records can be written here with nothing but a copy (MAPPED) or one
-    /// `pwrite` (FILE): the segment is not sealed, the bytes fit its room (no roll), and in
-    /// MAPPED mode their disk blocks are already reserved (no `fallocate`). What the inline
-    /// append of [`Partition`](super::Partition) asks before it writes on a caller's thread.
+    /// True when `bytes` of records can be written here with nothing but a copy or a `pwrite`
+    /// of the batch (MAPPED) or one `pwrite` (FILE): the segment is not sealed, the bytes fit its
+    /// room (no roll), and in MAPPED mode their disk blocks are already reserved (no
+    /// `fallocate`). What the inline append of [`Partition`](super::Partition) asks before it
+    /// writes on a caller's thread. A FORCED batch in MAPPED mode may still zero ahead first, on
+    /// that thread: once per 256 KiB of FORCED records ([`ZERO_AHEAD_BYTES`]). Sending those
+    /// batches to the writer instead was tried: every first FORCED batch of a segment, and the
+    /// batches pipelined behind it, then missed the inline path.
     pub(crate) fn takes_without_roll_or_reservation(&self, bytes: u64) -> bool {
         let end = u64::from(self.written.position) + bytes;
         !self.sealed
@@ -353,23 +358,33 @@ impl ActiveSegment {
     /// file system cannot reserve, nothing is zeroed (a write there would allocate the blocks
     /// the reservation exists to check).
     fn zero_ahead(&mut self, start: u64, end: u64) -> std::io::Result<()> {
-        if !self.reserving || end.saturating_add(ZERO_AHEAD_BYTES / 2) <= self.zeroed_bytes {
+        let Some((from, to)) = self.zero_range(start, end) else {
             return Ok(());
-        }
-        let from = self.zeroed_bytes.max(start);
-        let to = from
-            .saturating_add(ZERO_AHEAD_BYTES)
-            .min(self.allocated_bytes);
-        if to <= from.max(end) {
-            // Zeroed up to the reservation already, or nothing past the batch itself is
-            // reserved yet (a nearly full disk, the end of the segment).
-            return Ok(());
-        }
+        };
         let len = usize::try_from(to - from).expect("at most ZERO_AHEAD_BYTES");
         self.io
             .write_all_at(self.segment.file(), &ZEROS[..len], from)?;
         self.zeroed_bytes = to;
         Ok(())
+    }
+
+    /// What [`ActiveSegment::zero_ahead`] would zero before a FORCED batch at `start..end`, if
+    /// anything: MAPPED mode, where the file system reserves, once `end` comes within half of
+    /// [`ZERO_AHEAD_BYTES`] of the zeroed end, and only where that reaches past the batch.
+    fn zero_range(&self, start: u64, end: u64) -> Option<(u64, u64)> {
+        if self.mapping.is_none()
+            || !self.reserving
+            || end.saturating_add(ZERO_AHEAD_BYTES / 2) <= self.zeroed_bytes
+        {
+            return None;
+        }
+        let from = self.zeroed_bytes.max(start);
+        let to = from
+            .saturating_add(ZERO_AHEAD_BYTES)
+            .min(self.allocated_bytes);
+        // Past `to <= from`: zeroed up to the reservation already. Past `to <= end`: nothing
+        // beyond the batch itself is reserved yet (a nearly full disk, the end of the segment).
+        (to > from.max(end)).then_some((from, to))
     }
 
     /// MAPPED mode: makes sure the file's blocks below `end` are allocated before records are
