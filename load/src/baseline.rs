@@ -1,6 +1,7 @@
 //! This machine's floor, measured in the same run as everything else: a 64-byte loopback TCP
-//! round trip, raw loopback TCP throughput, the latency of `fsync` on a small write, and how
-//! fast the page cache takes a new file's pages.
+//! round trip, raw loopback TCP throughput, the latency of `fsync` on a small write, how fast
+//! the page cache takes a new file's pages, and loopback TCP whose receivers store what they
+//! read into new files (the least any broker does with a produced byte).
 //!
 //! Every broker and queue result is reported as a ratio to these numbers, because absolute
 //! figures from one machine say little about another; "claim latency is 3× a loopback round
@@ -29,6 +30,11 @@ pub struct BaselineConfig {
     pub fsync_dir: std::path::PathBuf,
     /// Bytes written into a new file for the page-cache probe (0: not measured).
     pub page_cache_bytes: u64,
+    /// Bytes pushed, over all connections, in each transfer of the TCP-into-the-page-cache
+    /// probe (0: not measured).
+    pub tcp_store_bytes: u64,
+    /// Idle time before that probe's first transfer ([`TCP_STORE_PAUSE`] by default).
+    pub tcp_store_pause: Duration,
 }
 
 impl Default for BaselineConfig {
@@ -39,6 +45,8 @@ impl Default for BaselineConfig {
             fsyncs: 200,
             fsync_dir: std::env::temp_dir(),
             page_cache_bytes: DEFAULT_PAGE_CACHE_PROBE_BYTES,
+            tcp_store_bytes: DEFAULT_PAGE_CACHE_PROBE_BYTES,
+            tcp_store_pause: TCP_STORE_PAUSE,
         }
     }
 }
@@ -75,14 +83,46 @@ pub struct Baseline {
     /// before (288 against 3 777 MB/s for the same 2 GiB written twice on one 2-vCPU VM:
     /// docs/benchmarks.md).
     pub page_cache_write_mb_s: f64,
+    /// [`TCP_STORE_CONNECTIONS`] loopback connections, each sending 1 MiB `write`s from one
+    /// reused buffer; each receiver reads into one reused 1 MiB buffer and stores what it read
+    /// into its own new file, reserved with `fallocate` as a MAPPED segment is, with positional
+    /// writes, no fsync. No framing, no checksum, no per-record work, no acknowledgement: the
+    /// most a broker on this machine could take from as many producers at that moment, since
+    /// every produced byte at least crosses a socket and lands in new page-cache pages. MB/s
+    /// (10^6 bytes), the median of [`TCP_THROUGHPUT_TRIALS`] transfers back to back, each
+    /// taking the memory the one before it freed (NaN if not measured). The large-record target
+    /// is a ratio to [`Self::tcp_mb_s`], which takes no new memory.
+    pub tcp_store_mb_s: f64,
+    /// One transfer of the same probe after [`TCP_STORE_PAUSE`] idle (by default), before the back-to-back
+    /// ones. On a VM whose balloon reports free memory to its host, the pause lets the host take
+    /// back what the guest freed, and the transfer pays the host's fault on each new page:
+    /// 0.9–1.0 GB/s against 3.1–3.8 GB/s back to back on the AMD host of 2026-12-05
+    /// (`docs/benchmarks.md` § The large-record ceiling). A broker run meets one or the other
+    /// kind of memory, or a mix, depending on what freed memory how long before it.
+    pub tcp_store_after_pause_mb_s: f64,
+    /// The idle time before that transfer, milliseconds.
+    pub tcp_store_pause_ms: u64,
 }
 
 /// Bytes the page-cache probe writes by default: about as much as one produce run of the
 /// harness writes, so the probe meets the same kind of memory.
 pub const DEFAULT_PAGE_CACHE_PROBE_BYTES: u64 = 1 << 30;
 
-/// Transfers of the TCP throughput probe; [`Baseline::tcp_mb_s`] is their median.
+/// Transfers of the TCP throughput probe; [`Baseline::tcp_mb_s`] is their median. The
+/// TCP-into-the-page-cache probe runs as many.
 pub const TCP_THROUGHPUT_TRIALS: usize = 3;
+
+/// Connections of the TCP-into-the-page-cache probe: the large-record target's producers.
+pub const TCP_STORE_CONNECTIONS: usize = 4;
+
+/// Default idle time before the TCP-into-the-page-cache probe's first transfer
+/// ([`Baseline::tcp_store_after_pause_mb_s`]): 5 s was enough on the AMD host of 2026-12-05 for
+/// the memory freed before it to be taken back by the VM's host.
+pub const TCP_STORE_PAUSE: Duration = Duration::from_secs(10);
+
+/// Bytes of one `write` (sender) and one `read` (receiver) in the TCP-into-the-page-cache probe:
+/// the batching producer's default `max_batch_bytes`.
+const TCP_STORE_CHUNK_BYTES: usize = 1 << 20;
 
 /// Pause before each round trip of the "after idle" measurement.
 pub const IDLE_GAP: Duration = Duration::from_millis(2);
@@ -114,8 +154,25 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     let page_cache_write_mb_s = match config.page_cache_bytes {
         0 => f64::NAN,
         bytes => {
-            tokio::task::spawn_blocking(move || page_cache_write(bytes, &config.fsync_dir))
-                .await??
+            let dir = config.fsync_dir.clone();
+            tokio::task::spawn_blocking(move || page_cache_write(bytes, &dir)).await??
+        }
+    };
+    let (tcp_store_after_pause_mb_s, tcp_store_mb_s) = match config.tcp_store_bytes {
+        0 => (f64::NAN, f64::NAN),
+        bytes => {
+            tokio::time::sleep(config.tcp_store_pause).await;
+            let dir = config.fsync_dir.clone();
+            tokio::task::spawn_blocking(move || {
+                let after_pause_mb_s = tcp_into_page_cache(bytes, &dir)?;
+                let mut trials_mb_s = Vec::with_capacity(TCP_THROUGHPUT_TRIALS);
+                for _ in 0..TCP_THROUGHPUT_TRIALS {
+                    trials_mb_s.push(tcp_into_page_cache(bytes, &dir)?);
+                }
+                trials_mb_s.sort_by(f64::total_cmp);
+                anyhow::Ok((after_pause_mb_s, trials_mb_s[TCP_THROUGHPUT_TRIALS / 2]))
+            })
+            .await??
         }
     };
     Ok(Baseline {
@@ -127,6 +184,9 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
         fsync_us_p50,
         fsync_us_p99,
         page_cache_write_mb_s,
+        tcp_store_mb_s,
+        tcp_store_after_pause_mb_s,
+        tcp_store_pause_ms: u64::try_from(config.tcp_store_pause.as_millis()).unwrap_or(u64::MAX),
     })
 }
 
@@ -234,4 +294,75 @@ fn page_cache_write(total: u64, parent: &std::path::Path) -> anyhow::Result<f64>
         written += chunk.len() as u64;
     }
     Ok(written as f64 / started.elapsed().as_secs_f64() / 1e6)
+}
+
+/// One transfer of the TCP-into-the-page-cache probe ([`Baseline::tcp_store_mb_s`]): `total`
+/// bytes over [`TCP_STORE_CONNECTIONS`] loopback connections, each receiver storing into its
+/// own new file under `parent`. Blocking threads, not the runtime: the probe is the floor of the
+/// work, not of a scheduler. Returns MB/s (10^6 bytes); the files are removed at once.
+fn tcp_into_page_cache(total: u64, parent: &std::path::Path) -> anyhow::Result<f64> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+
+    let dir = tempfile::tempdir_in(parent).context("temp dir for the TCP-store probe")?;
+    let per_connection = total.div_ceil(TCP_STORE_CONNECTIONS as u64);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    // Connect and open every file first, so the clock times only the transfer.
+    let mut pairs = Vec::with_capacity(TCP_STORE_CONNECTIONS);
+    for i in 0..TCP_STORE_CONNECTIONS {
+        let sender = std::net::TcpStream::connect(addr)?;
+        sender.set_nodelay(true)?;
+        let (receiver, _) = listener.accept()?;
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(dir.path().join(format!("store-{i}")))?;
+        rustix::fs::fallocate(
+            &file,
+            rustix::fs::FallocateFlags::empty(),
+            0,
+            per_connection,
+        )
+        .context("reserving the TCP-store probe's file")?;
+        pairs.push((sender, receiver, file));
+    }
+    let started = Instant::now();
+    let stored = std::thread::scope(|scope| {
+        let mut receivers = Vec::with_capacity(TCP_STORE_CONNECTIONS);
+        for (mut sender, mut receiver, file) in pairs {
+            scope.spawn(move || {
+                let chunk = vec![1u8; TCP_STORE_CHUNK_BYTES];
+                let mut sent = 0u64;
+                while sent < per_connection {
+                    sender.write_all(&chunk)?;
+                    sent += chunk.len() as u64;
+                }
+                anyhow::Ok(())
+            });
+            receivers.push(scope.spawn(move || {
+                let mut buf = vec![0u8; TCP_STORE_CHUNK_BYTES];
+                let mut stored = 0u64;
+                loop {
+                    let n = receiver.read(&mut buf)?;
+                    if n == 0 {
+                        return anyhow::Ok(stored);
+                    }
+                    file.write_all_at(&buf[..n], stored)?;
+                    stored += n as u64;
+                }
+            }));
+        }
+        receivers
+            .into_iter()
+            .map(|r| r.join().expect("a TCP-store receiver panicked"))
+            .sum::<anyhow::Result<u64>>()
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        stored >= total,
+        "the TCP-store probe stored {stored} of {total} bytes"
+    );
+    Ok(stored as f64 / secs / 1e6)
 }

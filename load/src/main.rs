@@ -159,6 +159,14 @@ struct CommonArgs {
     /// (0: skip).
     #[arg(long, default_value_t = baseline::DEFAULT_PAGE_CACHE_PROBE_BYTES >> 20)]
     baseline_page_cache_mib: u64,
+    /// Baseline: MiB pushed, over 4 loopback connections whose receivers store it into new
+    /// files, in each of the probe's 3 transfers (the figure is their median; 0: skip).
+    #[arg(long, default_value_t = baseline::DEFAULT_PAGE_CACHE_PROBE_BYTES >> 20)]
+    baseline_tcp_store_mib: u64,
+    /// Baseline: milliseconds idle before that probe's first transfer, reported apart (on a VM
+    /// whose balloon reports free memory, long enough for its host to take freed memory back).
+    #[arg(long, default_value_t = baseline::TCP_STORE_PAUSE.as_millis() as u64)]
+    baseline_tcp_store_pause_ms: u64,
 }
 
 #[allow(clippy::struct_excessive_bools)] // independent switches of the sweep
@@ -826,6 +834,8 @@ async fn prepare(common: &CommonArgs) -> anyhow::Result<(Harness, Machine)> {
         fsyncs: common.baseline_fsyncs,
         fsync_dir: common.data_dir.clone(),
         page_cache_bytes: common.baseline_page_cache_mib << 20,
+        tcp_store_bytes: common.baseline_tcp_store_mib << 20,
+        tcp_store_pause: std::time::Duration::from_millis(common.baseline_tcp_store_pause_ms),
     })
     .await
     .context("measuring the baseline")?;

@@ -51,9 +51,9 @@ impl Report {
         let b = &self.baseline;
         let mut out = format!(
             "# booblik-load\n\nMachine: {}\n\n## Baseline\n\n\
-             | loopback RTT p50 µs | RTT p99 µs | RTT one thread p50 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs | page-cache write MB/s |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|\n\
-             | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+             | loopback RTT p50 µs | RTT p99 µs | RTT one thread p50 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs | page-cache write MB/s | TCP into the page cache MB/s, after a pause / back to back |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+             | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} |\n",
             self.machine.describe(),
             b.rtt_us_p50,
             b.rtt_us_p99,
@@ -63,6 +63,8 @@ impl Report {
             b.fsync_us_p50,
             b.fsync_us_p99,
             b.page_cache_write_mb_s,
+            b.tcp_store_after_pause_mb_s,
+            b.tcp_store_mb_s,
         );
         let queue: Vec<&QueueRun> = self.runs.iter().filter_map(Run::as_queue).collect();
         if !queue.is_empty() {

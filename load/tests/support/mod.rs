@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Flags that make the baseline take a fraction of a second.
-pub const QUICK_BASELINE: [&str; 8] = [
+pub const QUICK_BASELINE: [&str; 12] = [
     "--baseline-round-trips",
     "500",
     "--baseline-tcp-mib",
@@ -19,6 +19,10 @@ pub const QUICK_BASELINE: [&str; 8] = [
     "10",
     "--baseline-page-cache-mib",
     "16",
+    "--baseline-tcp-store-mib",
+    "16",
+    "--baseline-tcp-store-pause-ms",
+    "0",
 ];
 
 /// Runs `booblik-load <args> --json <dir>/report.json` and returns the parsed report; panics
@@ -51,6 +55,8 @@ pub fn assert_baseline(report: &Value) {
         "tcp_mb_s",
         "fsync_us_p50",
         "page_cache_write_mb_s",
+        "tcp_store_mb_s",
+        "tcp_store_after_pause_mb_s",
     ] {
         let value = report["baseline"][key]
             .as_f64()
