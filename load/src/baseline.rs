@@ -93,10 +93,10 @@ pub struct Baseline {
     /// taking the memory the one before it freed (NaN if not measured). The large-record target
     /// is a ratio to [`Self::tcp_mb_s`], which takes no new memory.
     pub tcp_store_mb_s: f64,
-    /// One transfer of the same probe after [`TCP_STORE_PAUSE`] idle (by default), before the back-to-back
-    /// ones. On a VM whose balloon reports free memory to its host, the pause lets the host take
-    /// back what the guest freed, and the transfer pays the host's fault on each new page:
-    /// 0.9–1.0 GB/s against 3.1–3.8 GB/s back to back on the AMD host of 2026-12-05
+    /// One transfer of the same probe after [`TCP_STORE_PAUSE`] idle (by default), before the
+    /// back-to-back ones. On a VM whose balloon reports free memory to its host, the pause lets
+    /// the host take back what the guest freed, and the transfer pays the host's fault on each
+    /// new page: about 1 GB/s against 3–4 GB/s back to back on the AMD host of 2026-12-05
     /// (`docs/benchmarks.md` § The large-record ceiling). A broker run meets one or the other
     /// kind of memory, or a mix, depending on what freed memory how long before it.
     pub tcp_store_after_pause_mb_s: f64,
