@@ -16,6 +16,8 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::queue::report::median;
+
 /// Bounds of the baseline measurement.
 #[derive(Debug, Clone)]
 pub struct BaselineConfig {
@@ -148,8 +150,7 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
     for _ in 0..TCP_THROUGHPUT_TRIALS {
         tcp_trials_mb_s.push(throughput(config.tcp_bytes).await?);
     }
-    tcp_trials_mb_s.sort_by(f64::total_cmp);
-    let tcp_mb_s = tcp_trials_mb_s[TCP_THROUGHPUT_TRIALS / 2];
+    let tcp_mb_s = median(&tcp_trials_mb_s);
     let dir = config.fsync_dir.clone();
     let (fsync_us_p50, fsync_us_p99) =
         tokio::task::spawn_blocking(move || fsync_latency(config.fsyncs, &dir)).await??;
@@ -171,8 +172,7 @@ pub async fn measure(config: BaselineConfig) -> anyhow::Result<Baseline> {
                 for _ in 0..TCP_THROUGHPUT_TRIALS {
                     trials_mb_s.push(tcp_into_page_cache(bytes, &dir)?);
                 }
-                trials_mb_s.sort_by(f64::total_cmp);
-                anyhow::Ok((after_pause_mb_s, trials_mb_s[TCP_THROUGHPUT_TRIALS / 2]))
+                anyhow::Ok((after_pause_mb_s, median(&trials_mb_s)))
             })
             .await??
         }

@@ -109,8 +109,10 @@ pub(crate) struct ActiveSegment {
     /// MAPPED mode: false once the filesystem said it cannot `fallocate`; the segment is then
     /// written sparse, as before reservations existed.
     reserving: bool,
-    /// MAPPED mode: the file's first `zeroed_bytes` bytes were written by this process (records,
-    /// or zeros ahead of a FORCED batch: [`ZERO_AHEAD_BYTES`]), or recovered as records.
+    /// MAPPED mode: how far the file has been written through the file rather than stored
+    /// through the mapping: zeros ahead of a FORCED batch ([`ZERO_AHEAD_BYTES`]), or the records
+    /// a resumed or trimmed segment starts from. Stores of WRITTEN batches into the mapping do
+    /// not move it; [`ActiveSegment::zero_range`] never zeroes below the records' end anyway.
     zeroed_bytes: u64,
     synced_position: u32,
     /// True once sealed: no more writes.
@@ -563,6 +565,17 @@ mod tests {
         segment.segment().file().metadata().unwrap().len()
     }
 
+    /// The file's first `len` bytes, read through the file (not the mapping).
+    fn file_head(segment: &ActiveSegment, len: usize) -> Vec<u8> {
+        let mut head = vec![0u8; len];
+        segment
+            .segment()
+            .file()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        head
+    }
+
     #[test]
     fn a_mapped_segment_writes_a_forced_batch_with_pwrite_and_the_same_bytes_as_a_store() {
         let dir = tempfile::tempdir().unwrap();
@@ -596,12 +609,7 @@ mod tests {
         for payload in [&[7u8; 100][..], &[8u8; 20], &[9u8; 50], &[10u8; 5000]] {
             encode_record(payload, &mut expected);
         }
-        let mut on_disk = vec![0u8; expected.len() + 8];
-        active
-            .segment()
-            .file()
-            .read_exact_at(&mut on_disk, 0)
-            .unwrap();
+        let on_disk = file_head(&active, expected.len() + 8);
         assert_eq!(
             &on_disk[..expected.len()],
             expected,
@@ -667,12 +675,7 @@ mod tests {
         for _ in 0..batches * 10 {
             encode_record(&payload, &mut expected);
         }
-        let mut on_disk = vec![0u8; expected.len()];
-        active
-            .segment()
-            .file()
-            .read_exact_at(&mut on_disk, 0)
-            .unwrap();
+        let on_disk = file_head(&active, expected.len());
         assert!(on_disk == expected, "the records survive the zeroing");
         assert!(
             active.zeroed_bytes <= active.allocated_bytes,
