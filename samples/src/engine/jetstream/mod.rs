@@ -64,6 +64,16 @@ pub const API_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 /// then all fail about once in 8, and cost the caller 3 s and one retry.
 pub const API_ATTEMPTS: u32 = 3;
 
+/// How long [`JetStreamEngine::ensure_topics`] keeps asking for a stream the cluster answers
+/// "no suitable peers for placement" (error code 10005). Right after a cluster starts, its meta
+/// leader can answer (so [`JetStreamEngine::wait_ready`] passes) before it counts every peer as
+/// current, and an R3 stream cannot be placed yet: seen once in a local `.ci/run` on
+/// 2026-12-05 (the contract test of an R3 stream on a cluster just started). The peers catch up
+/// within a few heartbeats; a cluster short of peers for longer really cannot place the stream.
+pub const PLACEMENT_WAIT: Duration = Duration::from_secs(10);
+/// Pause between two such tries.
+const PLACEMENT_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
 /// How much longer than its own expiry a pull may go unanswered before the cursor is given up.
 /// A pull sent to a consumer whose node was SIGKILLed can stay open with no answer and no error
 /// (seen in the demo's leader-kill test: a follower stalled past the demo's catch-up limit); the
@@ -193,10 +203,19 @@ impl JetStreamEngine {
                 // Not bounded by API_REQUEST_TIMEOUT: a new R3 stream answers once its replicas
                 // elected a leader, which on a loaded machine can take longer than any one read
                 // should; this is setup, done once, under the client's own 10 s limit.
-                let info = self
-                    .context
-                    .get_or_create_stream(config)
-                    .await
+                let placement_deadline = tokio::time::Instant::now() + PLACEMENT_WAIT;
+                let created = loop {
+                    match self.context.get_or_create_stream(config.clone()).await {
+                        Err(error)
+                            if is_no_peers_yet(&error)
+                                && tokio::time::Instant::now() < placement_deadline =>
+                        {
+                            tokio::time::sleep(PLACEMENT_RETRY_PAUSE).await;
+                        }
+                        created => break created,
+                    }
+                };
+                let info = created
                     .map_err(|error| unavailable(&name, error))?
                     .cached_info()
                     .clone();
@@ -213,6 +232,15 @@ impl JetStreamEngine {
         }
         Ok(())
     }
+}
+
+/// True for the cluster's "no suitable peers for placement" (see [`PLACEMENT_WAIT`]).
+fn is_no_peers_yet(error: &jetstream::context::CreateStreamError) -> bool {
+    matches!(
+        error.kind(),
+        jetstream::context::CreateStreamErrorKind::JetStream(inner)
+            if inner.error_code() == jetstream::ErrorCode::CLUSTER_NO_PEERS
+    )
 }
 
 #[async_trait]
