@@ -30,6 +30,7 @@ use crate::broker_host::{BrokerHost, BrokerSpec};
 use crate::cpu;
 use crate::harness::Harness;
 use crate::log_probe;
+use crate::report::figure;
 
 /// Topic the produce workload writes to.
 pub const TOPIC: &str = "bench";
@@ -298,7 +299,7 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     for run in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} / {:.3} | {:.3} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {} / {} | {:.3} | {:.2} |",
             match run.client {
                 ClientPath::Producer => "producer",
                 ClientPath::Raw => "raw",
@@ -315,29 +316,38 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
             run.mb_s,
             run.wire_mb_s,
             run.vs_baseline.wire_mb_s_over_tcp_mb_s,
-            run.vs_baseline.wire_mb_s_over_tcp_store_after_pause_mb_s,
-            run.vs_baseline.wire_mb_s_over_tcp_store_mb_s,
+            figure(run.vs_baseline.wire_mb_s_over_tcp_store_after_pause_mb_s, 3),
+            figure(run.vs_baseline.wire_mb_s_over_tcp_store_mb_s, 3),
             run.vs_baseline.mb_s_over_page_cache_write_mb_s,
             run.process_cpu_s,
         );
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         "\nTCP baseline: {:.0} MB/s one-way loopback (median of {} transfers). Page-cache \
          write: {:.0} MB/s into a new file's pages (a plain `write` loop, no fsync: the ceiling \
-         of any broker writing new data on this machine at that moment). TCP into the page \
-         cache: {:.0} MB/s after {} ms idle, {:.0} MB/s back to back (median of {}), over {} \
-         loopback connections whose receivers store what they read into new reserved files (no \
-         framing, checksum or acknowledgement: the least a broker does with a produced byte; \
-         after a pause, the VM's host may have taken freed memory back).",
+         of any broker writing new data on this machine at that moment).",
         baseline.tcp_mb_s,
         crate::baseline::TCP_THROUGHPUT_TRIALS,
         baseline.page_cache_write_mb_s,
-        baseline.tcp_store_after_pause_mb_s,
-        baseline.tcp_store_pause_ms,
-        baseline.tcp_store_mb_s,
-        crate::baseline::TCP_THROUGHPUT_TRIALS,
-        crate::baseline::TCP_STORE_CONNECTIONS,
     );
+    if baseline.tcp_store_mb_s.is_finite() {
+        let _ = write!(
+            out,
+            " TCP into the page cache: {} MB/s after {} ms idle, {:.0} MB/s back to back (median \
+             of {}), over {} loopback connections whose receivers store what they read into new \
+             reserved files (no framing, checksum or acknowledgement: the least a broker does \
+             with a produced byte; after a pause, the VM's host may have taken freed memory \
+             back).",
+            figure(baseline.tcp_store_after_pause_mb_s, 0),
+            baseline.tcp_store_pause_ms,
+            baseline.tcp_store_mb_s,
+            crate::baseline::TCP_THROUGHPUT_TRIALS,
+            crate::baseline::TCP_STORE_CONNECTIONS,
+        );
+    } else {
+        out.push_str(" TCP into the page cache: not measured (`--baseline-tcp-store-mib 0`).");
+    }
+    out.push('\n');
     out
 }

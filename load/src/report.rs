@@ -53,7 +53,7 @@ impl Report {
             "# booblik-load\n\nMachine: {}\n\n## Baseline\n\n\
              | loopback RTT p50 µs | RTT p99 µs | RTT one thread p50 µs | RTT after 2 ms idle p50 µs | TCP MB/s | fsync p50 µs | fsync p99 µs | page-cache write MB/s | TCP into the page cache MB/s, after a pause / back to back |\n\
              |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
-             | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} |\n",
+             | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {} / {} |\n",
             self.machine.describe(),
             b.rtt_us_p50,
             b.rtt_us_p99,
@@ -63,8 +63,8 @@ impl Report {
             b.fsync_us_p50,
             b.fsync_us_p99,
             b.page_cache_write_mb_s,
-            b.tcp_store_after_pause_mb_s,
-            b.tcp_store_mb_s,
+            figure(b.tcp_store_after_pause_mb_s, 0),
+            figure(b.tcp_store_mb_s, 0),
         );
         let queue: Vec<&QueueRun> = self.runs.iter().filter_map(Run::as_queue).collect();
         if !queue.is_empty() {
@@ -141,6 +141,16 @@ impl Report {
     }
 }
 
+/// `value` with `decimals` decimals, or "—" where it was not measured (NaN): a probe that was
+/// switched off shows as a dash, not as "NaN".
+pub fn figure(value: f64, decimals: usize) -> String {
+    if value.is_finite() {
+        format!("{value:.decimals$}")
+    } else {
+        "—".to_owned()
+    }
+}
+
 impl Run {
     /// The queue run inside, if this is one.
     pub fn as_queue(&self) -> Option<&QueueRun> {
@@ -148,5 +158,17 @@ impl Run {
             Run::Queue(q) => Some(q),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::figure;
+
+    #[test]
+    fn a_figure_that_was_not_measured_shows_as_a_dash_not_as_nan() {
+        assert_eq!(figure(f64::NAN, 3), "—");
+        assert_eq!(figure(0.25, 3), "0.250");
+        assert_eq!(figure(941.6, 0), "942");
     }
 }
