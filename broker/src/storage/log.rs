@@ -291,6 +291,7 @@ impl PartitionLog {
     /// crash right after sealing would leave — and the next append tries the roll again
     /// (sealing is idempotent). The log is as it was, so this refuses the batch.
     fn roll(&mut self) -> Result<(), StorageError> {
+        let started = std::time::Instant::now();
         self.active.seal(&self.durability)?;
         self.mark_durable();
         let next = ActiveSegment::create(
@@ -305,6 +306,8 @@ impl PartitionLog {
         self.durability.sync_dir(&self.dir)?;
         self.view.push_segment(Arc::clone(next.segment()));
         self.active = next;
+        // Appends to this partition waited for all of it: the seal's fsync is the long part.
+        self.durability.metrics().rolled(started.elapsed());
         Ok(())
     }
 
@@ -501,6 +504,40 @@ mod tests {
             assert!(error.is_refusal(), "{mode:?}: {error}");
             assert_eq!(log.view().high_watermark(), 2, "{mode:?}");
             assert_eq!(records(&log), (0..2).map(payload).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_roll_holds_appends_for_the_seal_s_fsync_and_counts_how_long() {
+        const HELD: std::time::Duration = std::time::Duration::from_millis(50);
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..3), AckPolicy::Written).unwrap();
+            assert_eq!(log.durability.metrics().rolls(), 0, "{mode:?}");
+            let sim = sim_io();
+            std::thread::scope(|scope| {
+                // The disk holds every fsync for HELD: the roll's seal waits that long, and the
+                // append that rolls waits with it.
+                let stall = sim.stall_fsyncs();
+                scope.spawn(move || {
+                    std::thread::sleep(HELD);
+                    drop(stall);
+                });
+                let started = std::time::Instant::now();
+                log.append(&batch(3..4), AckPolicy::Written).unwrap();
+                assert!(
+                    started.elapsed() >= HELD,
+                    "{mode:?}: the append did not wait"
+                );
+            });
+            let metrics = log.durability.metrics();
+            assert_eq!(metrics.rolls(), 1, "{mode:?}");
+            assert!(
+                metrics.longest_roll_micros() >= HELD.as_micros() as u64,
+                "{mode:?}: the roll counted {} us",
+                metrics.longest_roll_micros()
+            );
         }
     }
 

@@ -19,6 +19,11 @@ pub const NO_SPACE_REFUSALS_TOTAL: &str = "booblik_storage_no_space_refusals_tot
 pub const INLINE_APPENDS_TOTAL: &str = "booblik_storage_inline_appends_total";
 /// Counter: fsyncs a caller's thread did for FORCED batches it appended inline.
 pub const INLINE_SYNCS_TOTAL: &str = "booblik_storage_inline_syncs_total";
+/// Histogram: seconds each segment roll held its partition's appends — sealing the full segment
+/// (an fsync of everything written to it and not yet synced, then the trim), creating the next
+/// one and the directory fsync (`docs/storage.md` § Acknowledgements and durability: a roll
+/// stops its partition for the seal's fsync).
+pub const ROLL_SECONDS: &str = "booblik_storage_roll_seconds";
 
 /// Counter: damaged tails recovery moved aside into a quarantine file (`docs/storage.md`
 /// § Recovery).
@@ -76,6 +81,11 @@ pub fn describe_metrics() {
         INLINE_SYNCS_TOTAL,
         "fsyncs done on the caller's thread for FORCED batches it appended inline"
     );
+    metrics::describe_histogram!(
+        ROLL_SECONDS,
+        metrics::Unit::Seconds,
+        "seconds each segment roll held its partition's appends (the sealed segment's fsync, the trim, the next segment's creation)"
+    );
     metrics::describe_counter!(
         RECOVERY_QUARANTINES_TOTAL,
         "damaged log tails recovery moved aside into a quarantine file"
@@ -99,6 +109,11 @@ pub struct PartitionStats {
     /// fsyncs a caller's thread did for FORCED batches it appended inline (counted in `fsyncs`
     /// and `forced_groups` too).
     pub inline_syncs: u64,
+    /// Segment rolls since the partition was opened.
+    pub rolls: u64,
+    /// The longest of those rolls, microseconds: how long appends to the partition waited
+    /// for it (`ROLL_SECONDS` has them all).
+    pub longest_roll_micros: u64,
     /// Segment files in the log (sealed and active).
     pub segments: usize,
     /// Entries of the sparse offset indexes of all segments.
@@ -129,12 +144,15 @@ pub(crate) struct PartitionMetrics {
     quarantines_metric: Counter,
     inline_appends_metric: Counter,
     inline_syncs_metric: Counter,
+    roll_metric: Histogram,
     fsyncs: AtomicU64,
     forced_groups: AtomicU64,
     appended_records: AtomicU64,
     no_space_refusals: AtomicU64,
     inline_appends: AtomicU64,
     inline_syncs: AtomicU64,
+    rolls: AtomicU64,
+    longest_roll_micros: AtomicU64,
     recovered_end: Mutex<RecoveredEnd>,
 }
 
@@ -152,12 +170,15 @@ impl PartitionMetrics {
             quarantines_metric: metrics::counter!(RECOVERY_QUARANTINES_TOTAL, &labels),
             inline_appends_metric: metrics::counter!(INLINE_APPENDS_TOTAL, &labels),
             inline_syncs_metric: metrics::counter!(INLINE_SYNCS_TOTAL, &labels),
+            roll_metric: metrics::histogram!(ROLL_SECONDS, &labels),
             fsyncs: AtomicU64::new(0),
             forced_groups: AtomicU64::new(0),
             appended_records: AtomicU64::new(0),
             no_space_refusals: AtomicU64::new(0),
             inline_appends: AtomicU64::new(0),
             inline_syncs: AtomicU64::new(0),
+            rolls: AtomicU64::new(0),
+            longest_roll_micros: AtomicU64::new(0),
             recovered_end: Mutex::new(RecoveredEnd::New),
         }
     }
@@ -191,6 +212,14 @@ impl PartitionMetrics {
     pub(crate) fn synced_inline(&self) {
         self.inline_syncs_metric.increment(1);
         self.inline_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn rolled(&self, took: std::time::Duration) {
+        self.roll_metric.record(took.as_secs_f64());
+        self.rolls.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.longest_roll_micros
+            .fetch_max(micros, Ordering::Relaxed);
     }
 
     pub(crate) fn recovered(&self, end: RecoveredEnd) {
@@ -232,5 +261,13 @@ impl PartitionMetrics {
 
     pub(crate) fn inline_syncs(&self) -> u64 {
         self.inline_syncs.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn rolls(&self) -> u64 {
+        self.rolls.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn longest_roll_micros(&self) -> u64 {
+        self.longest_roll_micros.load(Ordering::Relaxed)
     }
 }

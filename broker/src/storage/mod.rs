@@ -73,7 +73,7 @@ pub use log_view::FetchPosition;
 pub use metrics::{
     APPENDED_RECORDS_TOTAL, FSYNC_GROUP_SIZE, FSYNCS_TOTAL, INLINE_APPENDS_TOTAL,
     INLINE_SYNCS_TOTAL, NO_SPACE_REFUSALS_TOTAL, PartitionStats, RECOVERY_QUARANTINES_TOTAL,
-    RecoveredEnd, describe_metrics,
+    ROLL_SECONDS, RecoveredEnd, describe_metrics,
 };
 pub use partition::{AppendAnswer, Partition, Written};
 pub use read_slice::{CACHE_PROBE_STRIDE_BYTES, ReadSlice};

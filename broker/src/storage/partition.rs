@@ -505,6 +505,8 @@ impl Partition {
             no_space_refusals: self.metrics.no_space_refusals(),
             inline_appends: self.metrics.inline_appends(),
             inline_syncs: self.metrics.inline_syncs(),
+            rolls: self.metrics.rolls(),
+            longest_roll_micros: self.metrics.longest_roll_micros(),
             segments: self.view.segment_count(),
             index_entries: self.view.index_entries(),
             queued_appends: self.queue.queued() + self.inline_in_progress.load(Ordering::Relaxed),
