@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -191,6 +192,8 @@ pub struct WatchingProxy {
     addr: String,
     seen: Arc<Mutex<SeenRequests>>,
     fault: Arc<Mutex<ProduceFault>>,
+    /// Whether connections that have fetched from `claims` hold back every answer.
+    hold_claims_reads: Arc<AtomicBool>,
     accept: JoinHandle<()>,
 }
 
@@ -206,17 +209,20 @@ impl WatchingProxy {
         let addr = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(Mutex::new(SeenRequests::default()));
         let fault = Arc::new(Mutex::new(ProduceFault::None));
+        let hold_claims_reads = Arc::new(AtomicBool::new(false));
         let accept = {
             let seen = Arc::clone(&seen);
             let fault = Arc::clone(&fault);
+            let hold_claims_reads = Arc::clone(&hold_claims_reads);
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let upstream = upstream.clone();
                     let seen = Arc::clone(&seen);
                     let fault = Arc::clone(&fault);
+                    let hold_claims_reads = Arc::clone(&hold_claims_reads);
                     tokio::spawn(async move {
                         if let Ok(broker) = TcpStream::connect(&upstream).await {
-                            relay(client, broker, seen, fault).await;
+                            relay(client, broker, seen, fault, hold_claims_reads).await;
                         }
                     });
                 }
@@ -226,8 +232,16 @@ impl WatchingProxy {
             addr,
             seen,
             fault,
+            hold_claims_reads,
             accept,
         }
+    }
+
+    /// From now on, a connection that has sent a FETCH to `claims` gets no more answers: a
+    /// worker's claims follower stops (its long poll never returns), so the worker learns no
+    /// verdict, while its appends (on another connection) are still acknowledged.
+    pub fn hold_claims_reads(&self) {
+        self.hold_claims_reads.store(true, Ordering::SeqCst);
     }
 
     /// From now on, a connection that sends a PRODUCE hangs: the request never reaches the
@@ -319,13 +333,31 @@ async fn relay(
     broker: TcpStream,
     seen: Arc<Mutex<SeenRequests>>,
     fault: Arc<Mutex<ProduceFault>>,
+    hold_claims_reads: Arc<AtomicBool>,
 ) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut broker_read, mut broker_write) = broker.into_split();
+    // Set once this connection has sent a FETCH to `claims`.
+    let reads_claims = Arc::new(AtomicBool::new(false));
     // Dropping this task closes the client's side for answers (with the rest, on a cut).
-    let answers = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut broker_read, &mut client_write).await;
-    });
+    let answers = {
+        let reads_claims = Arc::clone(&reads_claims);
+        tokio::spawn(async move {
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                let read = match broker_read.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => read,
+                };
+                if reads_claims.load(Ordering::SeqCst) && hold_claims_reads.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                if client_write.write_all(&chunk[..read]).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
     let mut pending = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     'connection: loop {
@@ -341,6 +373,11 @@ async fn relay(
                 // Framing the proxy cannot follow: pass the bytes on for the broker to judge.
                 Err(_) => (None, pending.len()),
             };
+            if let Some(RequestBody::Fetch(fetch)) = request.as_ref().map(|request| &request.body)
+                && fetch.topic.as_str() == "claims"
+            {
+                reads_claims.store(true, Ordering::SeqCst);
+            }
             match inspect(request, &seen, &fault) {
                 Action::Forward => {
                     if broker_write.write_all(&pending[..used]).await.is_err() {

@@ -681,11 +681,12 @@ impl Worker {
             return Ok(false);
         };
         self.commit_done(&finished).await?;
-        *self.pending_done.lock().expect("pending done lock") = None;
         Ok(true)
     }
 
-    /// Appends the done alone (repeating it if the append fails) and reads its verdict.
+    /// Appends the done alone (repeating it if the append fails) and reads its verdict. The done
+    /// stops being pending as soon as an append of it is acknowledged, before its verdict is
+    /// read: a worker stopped while it waits for that verdict must not append the done again.
     async fn commit_done(&self, finished: &Finished) -> anyhow::Result<()> {
         let worker_id = self.config.worker_id;
         let (task_id, token) = (finished.task_id, finished.token);
@@ -698,8 +699,10 @@ impl Worker {
                     continue;
                 }
             };
+            *self.pending_done.lock().expect("pending done lock") = None;
             return self.done_verdict(finished, offset).await;
         }
+        *self.pending_done.lock().expect("pending done lock") = None;
         self.adoption().given_up(token);
         tracing::warn!(%worker_id, %task_id, token, "gave up appending the done; the lease will lapse");
         Ok(())
