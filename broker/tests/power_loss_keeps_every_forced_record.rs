@@ -33,8 +33,16 @@
 //! two must leave a zero length over the batch's bytes, never a torn record — and the same
 //! checks as the third test hold.
 //!
+//! In MAPPED mode a roll hands the full segment to a sealing thread (`storage/log.rs`, § The seal
+//! in the background), so a power loss often falls while an earlier segment is not yet durable,
+//! and recovery must end the log there and move the last segment aside (`storage/recovery.rs`,
+//! rule 3); every check above still holds.
+//!
 //! Seeds: `BOOBLIK_POWER_LOSS_SEEDS` (default 1000 per test) from `BOOBLIK_POWER_LOSS_FIRST_SEED`
-//! (default 0); `BOOBLIK_POWER_LOSS_SEED=n` replays one. A failure names its seed and mode.
+//! (default 0); `BOOBLIK_POWER_LOSS_SEED=n` replays one. A failure names its seed and mode. The
+//! workload and the crash call follow from the seed; in MAPPED mode the sealing thread's calls
+//! interleave with the writer's by thread timing, so a replay reproduces the workload, not always
+//! the exact call the power went out at.
 
 mod storage_support;
 

@@ -3,7 +3,9 @@
 //! untrimmed — reopening either yields a prefix of the records written, each intact, or refuses
 //! with `Corrupt` and leaves every file of the partition byte for byte as it was. It never
 //! panics, never returns an altered record, and never cuts anything it then refuses. When it
-//! cut damage before a valid record in the last segment, the cut bytes are in a quarantine file.
+//! cut damage before a valid record in the last segment, the cut bytes are in a quarantine file;
+//! when damage in an untrimmed segment before the last made recovery end the log there (what an
+//! unfinished seal leaves), the last segment is in a quarantine file, whole.
 
 mod storage_support;
 
@@ -171,14 +173,15 @@ fn check(shape: Shape, lens: &[usize], mangles: &[Mangle]) -> Result<(), TestCas
         Ok(storage) => {
             let partition = partition(&storage);
             prop_assert_eq!(partition.log_start_offset(), 0);
-            if let RecoveredEnd::Quarantined { quarantined_bytes } = partition.stats().recovered_end
-            {
-                // The quarantine holds the bytes cut from the last segment, from its new end on.
-                let (name, quarantine) = snapshot(dir.path())
-                    .into_iter()
-                    .find(|(name, _)| name.to_string_lossy().ends_with(".quarantine"))
-                    .expect("a quarantine file");
-                prop_assert_eq!(quarantine.len() as u64, quarantined_bytes);
+            // Every quarantine file holds bytes of a segment as the damage left them, from the
+            // byte its name gives: the tail cut from the last segment, or (at byte 0) a whole
+            // last segment moved aside because the one before it, untrimmed, was damaged — what
+            // an unfinished seal leaves (`recovery.rs`, rule 3).
+            let quarantines: Vec<_> = snapshot(dir.path())
+                .into_iter()
+                .filter(|(name, _)| name.to_string_lossy().ends_with(".quarantine"))
+                .collect();
+            for (name, quarantine) in &quarantines {
                 // `<n>-<segment file name>-at-<byte>.quarantine`
                 let name_text = name.to_string_lossy();
                 let (segment_name, at) = name_text
@@ -194,9 +197,15 @@ fn check(shape: Shape, lens: &[usize], mangles: &[Mangle]) -> Result<(), TestCas
                 prop_assert_eq!(
                     &original[end..end + quarantine.len()],
                     &quarantine[..],
-                    "{:?} is not the cut tail",
+                    "{:?} is not what the segment held there",
                     name
                 );
+            }
+            if let RecoveredEnd::Quarantined { quarantined_bytes } = partition.stats().recovered_end
+            {
+                // The last one written holds the bytes cut from the last segment.
+                let (_, newest) = quarantines.iter().max().expect("a quarantine file");
+                prop_assert_eq!(newest.len() as u64, quarantined_bytes);
             }
             // `read_all` asserts every CRC and that offsets are consecutive.
             let log = read_all(&partition);

@@ -135,8 +135,9 @@ impl ActiveSegment {
         mode: WriteMode,
         capacity_bytes: u64,
         index_interval_bytes: u32,
-        io: &Arc<dyn StorageIo>,
+        durability: &Durability,
     ) -> Result<Self, StorageError> {
+        let io = durability.io();
         let path = dir.join(segment_file_name(base_offset));
         let file = io.create_new(&path).map_err(|error| {
             StorageError::io_or_no_space(format!("creating segment {}", path.display()), error)
@@ -150,7 +151,7 @@ impl ActiveSegment {
             SparseIndex::new(index_interval_bytes),
             Arc::clone(io),
         ));
-        Self::resume(Arc::clone(&segment), mode, capacity_bytes, io).inspect_err(|_| {
+        Self::resume(Arc::clone(&segment), mode, capacity_bytes, durability).inspect_err(|_| {
             // Pre-sizing or mapping failed: remove the empty file, or the next try to create
             // it would find it there (`create_new`). Nothing refers to it; the directory was not
             // fsynced since it appeared, so a crash may as well have lost it.
@@ -161,13 +162,20 @@ impl ActiveSegment {
     }
 
     /// Continues appending to a recovered segment. In MAPPED mode the file is (re-)extended to
-    /// `capacity_bytes` with zeros and mapped.
+    /// `capacity_bytes` with zeros, the new size fsynced, and mapped.
+    ///
+    /// Why the fsync: a MAPPED segment's seal runs after the next segment exists (`log.rs`,
+    /// § The seal in the background), and recovery tells a seal that did not finish by the
+    /// file's length — still the pre-size, not trimmed (`recovery.rs`, rule 3). So that length
+    /// must be durable before any record is written: otherwise a power loss could bring the file
+    /// back shorter, at whatever size its last fsync knew.
     pub(crate) fn resume(
         segment: Arc<Segment>,
         mode: WriteMode,
         capacity_bytes: u64,
-        io: &Arc<dyn StorageIo>,
+        durability: &Durability,
     ) -> Result<Self, StorageError> {
+        let io = durability.io();
         let written = segment.end();
         let capacity_bytes = capacity_bytes.max(u64::from(written.position));
         let mapping = match mode {
@@ -188,6 +196,7 @@ impl ActiveSegment {
                             error,
                         )
                     })?;
+                    durability.sync_data(file, segment.path())?;
                 }
                 Some(
                     SegmentMapping::map(file, capacity_bytes)
@@ -486,12 +495,20 @@ impl ActiveSegment {
         Ok(())
     }
 
+    /// Stops appending to this segment and publishes its end: the first step of a seal, taken
+    /// on the writer's thread when the rest of the seal runs on another (a MAPPED roll). The
+    /// segment is then sealed as far as writers and readers can tell; [`ActiveSegment::seal`]
+    /// finishes it.
+    pub(crate) fn stop_writes(&mut self) {
+        self.sealed = true;
+        self.publish();
+    }
+
     /// Ends appending to this segment (a roll, or closing): publishes, syncs, and in MAPPED mode
     /// unmaps and trims the file to the bytes written, so a sealed segment looks the same in both
     /// modes. Idempotent.
     pub(crate) fn seal(&mut self, durability: &Durability) -> Result<(), StorageError> {
-        self.sealed = true;
-        self.publish();
+        self.stop_writes();
         self.sync(durability)?;
         if self.mapping.take().is_some() {
             // The mapping is gone, so shrinking the file cannot fault a mapped access. The trim
@@ -551,7 +568,7 @@ mod tests {
             mode,
             capacity_bytes,
             INDEX_INTERVAL_BYTES,
-            &sim(),
+            &durability(),
         )
         .unwrap()
     }
@@ -774,7 +791,7 @@ mod tests {
             segment,
             WriteMode::Mapped,
             4 * ALLOCATION_CHUNK_BYTES,
-            &sim(),
+            &durability(),
         )
         .unwrap();
         let records = u64::from(resumed.written.position);

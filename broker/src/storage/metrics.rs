@@ -19,11 +19,15 @@ pub const NO_SPACE_REFUSALS_TOTAL: &str = "booblik_storage_no_space_refusals_tot
 pub const INLINE_APPENDS_TOTAL: &str = "booblik_storage_inline_appends_total";
 /// Counter: fsyncs a caller's thread did for FORCED batches it appended inline.
 pub const INLINE_SYNCS_TOTAL: &str = "booblik_storage_inline_syncs_total";
-/// Histogram: seconds each segment roll held its partition's appends — sealing the full segment
-/// (an fsync of everything written to it and not yet synced, then the trim), creating the next
-/// one and the directory fsync (`docs/storage.md` § Acknowledgements and durability: a roll
-/// stops its partition for the seal's fsync).
+/// Histogram: seconds each segment roll held its partition's appends: creating the next
+/// segment and the directory fsync, plus, in FILE mode, sealing the full segment (an fsync of
+/// everything written to it and not yet synced). In MAPPED mode the seal runs on a thread of its
+/// own ([`SEAL_SECONDS`]) and a roll waits only for the previous roll's seal, if that one is
+/// still running (`docs/storage.md` § Acknowledgements and durability).
 pub const ROLL_SECONDS: &str = "booblik_storage_roll_seconds";
+/// Histogram: seconds each seal of a full MAPPED segment took on its sealing thread (the fsync
+/// of what was not yet synced, the unmap, the trim). FORCED appends after a roll wait for it.
+pub const SEAL_SECONDS: &str = "booblik_storage_seal_seconds";
 
 /// Counter: damaged tails recovery moved aside into a quarantine file (`docs/storage.md`
 /// § Recovery).
@@ -84,7 +88,12 @@ pub fn describe_metrics() {
     metrics::describe_histogram!(
         ROLL_SECONDS,
         metrics::Unit::Seconds,
-        "seconds each segment roll held its partition's appends (the sealed segment's fsync, the trim, the next segment's creation)"
+        "seconds each segment roll held its partition's appends (the next segment's creation and the directory fsync; in FILE mode the full segment's fsync too)"
+    );
+    metrics::describe_histogram!(
+        SEAL_SECONDS,
+        metrics::Unit::Seconds,
+        "seconds each seal of a full MAPPED segment took on its sealing thread (fsync, unmap, trim)"
     );
     metrics::describe_counter!(
         RECOVERY_QUARANTINES_TOTAL,
@@ -114,6 +123,10 @@ pub struct PartitionStats {
     /// The longest of those rolls, microseconds: how long appends to the partition waited
     /// for it (`ROLL_SECONDS` has them all).
     pub longest_roll_micros: u64,
+    /// Seals of full MAPPED segments finished on their sealing thread.
+    pub seals: u64,
+    /// The longest of those seals, microseconds (`SEAL_SECONDS` has them all).
+    pub longest_seal_micros: u64,
     /// Segment files in the log (sealed and active).
     pub segments: usize,
     /// Entries of the sparse offset indexes of all segments.
@@ -145,6 +158,7 @@ pub(crate) struct PartitionMetrics {
     inline_appends_metric: Counter,
     inline_syncs_metric: Counter,
     roll_metric: Histogram,
+    seal_metric: Histogram,
     fsyncs: AtomicU64,
     forced_groups: AtomicU64,
     appended_records: AtomicU64,
@@ -153,6 +167,8 @@ pub(crate) struct PartitionMetrics {
     inline_syncs: AtomicU64,
     rolls: AtomicU64,
     longest_roll_micros: AtomicU64,
+    seals: AtomicU64,
+    longest_seal_micros: AtomicU64,
     recovered_end: Mutex<RecoveredEnd>,
 }
 
@@ -171,6 +187,7 @@ impl PartitionMetrics {
             inline_appends_metric: metrics::counter!(INLINE_APPENDS_TOTAL, &labels),
             inline_syncs_metric: metrics::counter!(INLINE_SYNCS_TOTAL, &labels),
             roll_metric: metrics::histogram!(ROLL_SECONDS, &labels),
+            seal_metric: metrics::histogram!(SEAL_SECONDS, &labels),
             fsyncs: AtomicU64::new(0),
             forced_groups: AtomicU64::new(0),
             appended_records: AtomicU64::new(0),
@@ -179,6 +196,8 @@ impl PartitionMetrics {
             inline_syncs: AtomicU64::new(0),
             rolls: AtomicU64::new(0),
             longest_roll_micros: AtomicU64::new(0),
+            seals: AtomicU64::new(0),
+            longest_seal_micros: AtomicU64::new(0),
             recovered_end: Mutex::new(RecoveredEnd::New),
         }
     }
@@ -269,5 +288,21 @@ impl PartitionMetrics {
 
     pub(crate) fn longest_roll_micros(&self) -> u64 {
         self.longest_roll_micros.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn sealed(&self, took: std::time::Duration) {
+        self.seal_metric.record(took.as_secs_f64());
+        self.seals.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.longest_seal_micros
+            .fetch_max(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn seals(&self) -> u64 {
+        self.seals.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn longest_seal_micros(&self) -> u64 {
+        self.longest_seal_micros.load(Ordering::Relaxed)
     }
 }

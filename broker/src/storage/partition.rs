@@ -507,6 +507,8 @@ impl Partition {
             inline_syncs: self.metrics.inline_syncs(),
             rolls: self.metrics.rolls(),
             longest_roll_micros: self.metrics.longest_roll_micros(),
+            seals: self.metrics.seals(),
+            longest_seal_micros: self.metrics.longest_seal_micros(),
             segments: self.view.segment_count(),
             index_entries: self.view.index_entries(),
             queued_appends: self.queue.queued() + self.inline_in_progress.load(Ordering::Relaxed),

@@ -21,12 +21,26 @@
 //!    * a **negative length** (no writer ever produces one, and no tear of a length field makes
 //!      one): corruption of committed data.
 //! 3. Only the *last* segment may end in a torn write or in damage before a valid record: a
-//!    segment is fsynced before the next one is created, and every byte of the last segment
-//!    before its last successful fsync is durable, so whatever a power loss damages lies after
-//!    that point, in the last segment; damage anywhere else is corruption. A *sealed* (not last) segment may end
+//!    segment is fsynced before a FORCED record after it is answered, and every byte of the last
+//!    segment before its last successful fsync is durable, so whatever a power loss damages lies
+//!    after that point; damage anywhere else is corruption. A *sealed* (not last) segment may end
 //!    in a zero length only if nothing but zeros follows it (a MAPPED segment whose trim at the
 //!    roll was not yet durable) and the next segment starts right after its records; otherwise
 //!    the zero is a damaged length hiding acknowledged records, and that is corruption.
+//!    **One exception, the unfinished seal.** A MAPPED segment is sealed (fsynced, then trimmed)
+//!    on a thread of its own while appends go on in the next one, and no FORCED record of the
+//!    next one is answered before that seal finished (`log.rs`, § The seal in the background).
+//!    So the segment *before the last* may be damaged by an OS crash or a power loss while its
+//!    length is still the pre-size (`presized_bytes`, made durable when the segment was
+//!    created): then it is examined as the last segment (cut at the damage, or quarantined as
+//!    above), and the last segment, which can hold only WRITTEN and NONE records, is moved whole
+//!    into a quarantine file (`<n>-<segment file name>-at-0.quarantine`). The same holds when
+//!    that segment ends in a zero tail but the last one does not start right after its records
+//!    (the pages of its last records were lost). Two limits: a trimmed segment, or one two or
+//!    more before the last (the roll after it waited for its seal), keeps the rule above; and a
+//!    sealed segment whose records fill it exactly also has the pre-sized length, so damage
+//!    there, if it is the segment before the last, is cut rather than refused (its successor
+//!    kept in quarantine), because the two cannot be told apart.
 //! 4. **Decide, then cut.** Every segment is examined and the continuity checked before any file
 //!    is changed: a refused partition is left byte for byte as it was (the leftover
 //!    `*.deleted` files too), so an operator can restore or inspect it.
@@ -167,20 +181,64 @@ struct ExaminedSegment {
 
 /// Recovers every segment of the partition in `dir`, oldest first. An empty result means an
 /// empty directory. Nothing on disk is changed unless the whole partition is accepted.
+///
+/// `presized_bytes` is the length a MAPPED segment is pre-sized to (the configured segment
+/// size): the segment before the last still at that length may be one whose seal had not
+/// finished (rule 3).
 pub(crate) fn recover_partition(
     dir: &Path,
     index_interval_bytes: u32,
+    presized_bytes: u64,
     durability: &Durability,
 ) -> Result<Vec<RecoveredSegment>, StorageError> {
     let listing = list_segments(dir)?;
     let count = listing.segments.len();
     let mut examined: Vec<ExaminedSegment> = Vec::with_capacity(count);
-    for (n, (base_offset, path)) in listing.segments.into_iter().enumerate() {
+    // The last segment, when the one before it is cut as an unfinished seal (rule 3).
+    let mut displaced: Option<PathBuf> = None;
+    let mut segments = listing.segments.into_iter().enumerate();
+    while let Some((n, (base_offset, path))) = segments.next() {
         let is_last = n + 1 == count;
-        let segment =
-            examine_segment(base_offset, path, is_last, index_interval_bytes, durability)?;
+        // One seal at a time, and the next roll waits for it: only the segment before the last
+        // can have been sealing.
+        let may_be_sealing = n + 2 == count;
+        let segment = match examine_segment(
+            base_offset,
+            &path,
+            is_last,
+            index_interval_bytes,
+            durability,
+        ) {
+            Ok(segment) => segment,
+            Err(StorageError::Corrupt { .. })
+                if may_be_sealing && is_presized(&path, presized_bytes, durability)? =>
+            {
+                // Damage in a segment whose seal did not finish: what an OS crash or a power
+                // loss leaves there, not corruption. It ends the log.
+                let segment =
+                    examine_segment(base_offset, &path, true, index_interval_bytes, durability)?;
+                if let Some(previous) = examined.last() {
+                    check_continuity(previous, &segment.segment)?;
+                }
+                examined.push(segment);
+                displaced = segments.next().map(|(_, (_, path))| path);
+                break;
+            }
+            Err(error) => return Err(error),
+        };
         if let Some(previous) = examined.last() {
-            check_continuity(previous, &segment.segment)?;
+            match check_continuity(previous, &segment.segment) {
+                Ok(()) => {}
+                // The segment before the last lost the pages of its last records (zeros where
+                // they were) while its seal had not finished: it ends the log, as above.
+                Err(_)
+                    if is_last && previous.zero_length && previous.file_len == presized_bytes =>
+                {
+                    displaced = Some(path);
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
         }
         examined.push(segment);
     }
@@ -188,6 +246,9 @@ pub(crate) fn recover_partition(
     remove_leftovers(dir, &listing.leftovers, durability)?;
     let mut recovered_end = RecoveredEnd::New;
     let mut quarantines = listing.quarantines;
+    if let Some(path) = displaced {
+        quarantine_segment(&path, dir, &mut quarantines, durability)?;
+    }
     let recovered = examined
         .into_iter()
         .map(|segment| {
@@ -330,14 +391,65 @@ fn remove_leftovers(
     Ok(())
 }
 
+/// True when the segment file at `path` is `presized_bytes` long: a MAPPED segment not yet
+/// trimmed by its seal (or one whose records fill it exactly: `docs/storage.md` § Recovery).
+fn is_presized(
+    path: &Path,
+    presized_bytes: u64,
+    durability: &Durability,
+) -> Result<bool, StorageError> {
+    let len = durability
+        .io()
+        .open(path)
+        .and_then(|file| file.metadata())
+        .context(|| format!("stat of {}", path.display()))?
+        .len();
+    Ok(len == presized_bytes)
+}
+
+/// Moves the last segment, written while the seal of the one before it had not finished, into
+/// a quarantine file in `dir` (a rename, then a directory fsync): by the rule that a FORCED
+/// answer waits for the seal, it holds no FORCED record, only WRITTEN and NONE ones, which
+/// promise nothing against an OS crash. Kept for an operator, like a quarantined tail.
+fn quarantine_segment(
+    path: &Path,
+    dir: &Path,
+    quarantines: &mut Vec<(u64, PathBuf)>,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    let number = quarantines.last().map_or(1, |(n, _)| n + 1);
+    let segment_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let quarantine = dir.join(format!(
+        "{number:06}-{segment_name}-at-0{QUARANTINE_SUFFIX}"
+    ));
+    durability
+        .io()
+        .rename(path, &quarantine)
+        .context(|| format!("moving {} to {}", path.display(), quarantine.display()))?;
+    durability.sync_dir(dir)?;
+    warn!(
+        segment = %path.display(),
+        quarantine = %quarantine.display(),
+        "the seal of the segment before the last had not finished (an OS crash or a power loss): \
+         that segment was cut where its records end, and the last one, which holds no FORCED \
+         record, was moved into a quarantine file"
+    );
+    quarantines.push((number, quarantine));
+    prune_quarantines(dir, quarantines, durability)
+}
+
 /// Validates one segment and decides what recovery will do to it, without changing it.
 fn examine_segment(
     base_offset: i64,
-    path: PathBuf,
+    path: &Path,
     is_last: bool,
     index_interval_bytes: u32,
     durability: &Durability,
 ) -> Result<ExaminedSegment, StorageError> {
+    let path = path.to_path_buf();
     let file = durability
         .io()
         .open(&path)
@@ -869,7 +981,7 @@ mod tests {
         last.extend_from_slice(&[0; 100]);
         let dir = partition_dir(&[(0, &last)]);
         let durability = durability();
-        let recovered = recover_partition(dir.path(), 4096, &durability).unwrap();
+        let recovered = recover_partition(dir.path(), 4096, PRESIZED_BYTES, &durability).unwrap();
         assert_eq!(recovered[0].end.record_count, 1);
         assert_eq!(std::fs::metadata(&recovered[0].path).unwrap().len(), 9);
         let quarantine = dir
@@ -890,7 +1002,7 @@ mod tests {
             bytes.extend(records(&[b"xx", b"y"]));
             bytes[damaged + 8] ^= 0xff;
             std::fs::write(&recovered[0].path, &bytes).unwrap();
-            recover_partition(dir.path(), 4096, &durability).unwrap();
+            recover_partition(dir.path(), 4096, PRESIZED_BYTES, &durability).unwrap();
             tail = bytes[damaged..].to_vec();
             let newest = dir
                 .path()
@@ -963,6 +1075,116 @@ mod tests {
         )
     }
 
+    /// The pre-sized length of a MAPPED segment in these tests' configuration.
+    const PRESIZED_BYTES: u64 = 64 * 1024;
+
+    /// `bytes` followed by zeros up to [`PRESIZED_BYTES`]: a MAPPED segment not yet trimmed.
+    fn presized(mut bytes: Vec<u8>) -> Vec<u8> {
+        bytes.resize(PRESIZED_BYTES as usize, 0);
+        bytes
+    }
+
+    /// The names of the files in `dir`.
+    fn names(dir: &Path) -> Vec<String> {
+        files(dir)
+            .iter()
+            .map(|(path, _)| path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_torn_untrimmed_segment_before_the_last_ends_the_log_and_the_last_goes_to_quarantine() {
+        // A power loss during the seal: a page in the middle of the full segment never reached
+        // the disk (zeros), the one after it did.
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        first.extend(std::iter::repeat_n(0, 4096));
+        first.extend(records(&[b"dddd"]));
+        let second = records(&[b"e"]);
+        let dir = partition_dir(&[(0, &presized(first)), (4, &second)]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].end.record_count, 3);
+        assert_eq!(
+            names(dir.path()),
+            vec![
+                format!("{:020}.log", 0),
+                format!("000001-{:020}.log-at-0.quarantine", 4),
+            ]
+        );
+        assert_eq!(
+            std::fs::metadata(&recovered[0].path).unwrap().len(),
+            u64::from(recovered[0].end.position),
+            "cut where its records end"
+        );
+        let quarantined = dir
+            .path()
+            .join(format!("000001-{:020}.log-at-0.quarantine", 4));
+        assert_eq!(std::fs::read(quarantined).unwrap(), second);
+    }
+
+    #[test]
+    fn an_untrimmed_segment_before_the_last_that_lost_its_last_records_ends_the_log() {
+        // A power loss during the seal kept the first two records of three; the last segment
+        // starts at offset 3.
+        let first = presized(records(&[b"a", b"bb"]));
+        let dir = partition_dir(&[(0, &first), (3, &records(&[b"d"]))]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].end.record_count, 2);
+        assert_eq!(
+            names(dir.path()),
+            vec![
+                format!("{:020}.log", 0),
+                format!("000001-{:020}.log-at-0.quarantine", 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_whole_untrimmed_segment_before_the_last_keeps_the_last() {
+        // A process killed during the seal: the page cache kept everything.
+        let first = presized(records(&[b"a", b"bb"]));
+        let dir = partition_dir(&[(0, &first), (2, &records(&[b"c"]))]);
+        let recovered = recover(dir.path()).unwrap();
+        assert_eq!(recovered.len(), 2);
+        assert_eq!(recovered[0].end.record_count, 2);
+        assert_eq!(recovered[1].end.record_count, 1);
+    }
+
+    #[test]
+    fn a_torn_segment_before_the_last_that_was_trimmed_is_corrupt_and_nothing_changes() {
+        // Its seal finished (the file is shorter than pre-sized): damage there is corruption.
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        first.extend(std::iter::repeat_n(0, 4096));
+        first.extend(records(&[b"dddd"]));
+        let dir = partition_dir(&[(0, &first), (4, &records(&[b"e"]))]);
+        let before = files(dir.path());
+        assert!(matches!(
+            recover(dir.path()),
+            Err(StorageError::Corrupt { .. })
+        ));
+        assert_eq!(files(dir.path()), before);
+    }
+
+    #[test]
+    fn a_torn_untrimmed_segment_two_before_the_last_is_corrupt_and_nothing_changes() {
+        // The roll after it waited for its seal, so that seal finished: damage is corruption.
+        let mut first = records(&[b"a", b"bb", b"ccc"]);
+        first.extend(std::iter::repeat_n(0, 4096));
+        first.extend(records(&[b"dddd"]));
+        let dir = partition_dir(&[
+            (0, &presized(first)),
+            (4, &records(&[b"e"])),
+            (5, &records(&[b"f"])),
+        ]);
+        let before = files(dir.path());
+        assert!(matches!(
+            recover(dir.path()),
+            Err(StorageError::Corrupt { .. })
+        ));
+        assert_eq!(files(dir.path()), before);
+    }
+
     /// A partition directory holding one segment file per `(base offset, bytes)`.
     fn partition_dir(segments: &[(i64, &[u8])]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -973,7 +1195,7 @@ mod tests {
     }
 
     fn recover(dir: &Path) -> Result<Vec<RecoveredSegment>, StorageError> {
-        recover_partition(dir, 4096, &durability())
+        recover_partition(dir, 4096, PRESIZED_BYTES, &durability())
     }
 
     fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

@@ -4,7 +4,8 @@
 //! # Faults
 //!
 //! [`SimIo::new`] passes every call to the real file system, except when a test arms a fault:
-//! the next fsync failing ([`SimIo::fail_next_fsync`], [`SimIo::fail_next_directory_fsync`]), a
+//! the next fsync failing ([`SimIo::fail_next_fsync`], [`SimIo::fail_next_fsync_of`] a file,
+//! [`SimIo::fail_next_directory_fsync`]), a
 //! disk with a few bytes left ([`SimIo::set_free_bytes`]: `fallocate` gets all or `ENOSPC`,
 //! `pwrite` a short write and then `ENOSPC`), no room for a new file
 //! ([`SimIo::refuse_new_files`]), or every call held until a guard drops ([`SimIo::stall`]: a
@@ -105,6 +106,8 @@ pub struct SimIo {
 #[derive(Debug, Default)]
 struct Faults {
     fail_next_fsync: bool,
+    /// (device, inode) of the file whose next fsync fails.
+    fail_next_fsync_of: Option<(u64, u64)>,
     fail_next_directory_fsync: bool,
     refuse_new_files: bool,
     free_bytes: Option<u64>,
@@ -119,6 +122,9 @@ struct State {
     stalled: bool,
     /// Holds file fsyncs only (see [`SimIo::stall_fsyncs`]).
     fsyncs_stalled: bool,
+    /// With `fsyncs_stalled`: only the fsyncs of this (device, inode) are held
+    /// ([`SimIo::stall_fsyncs_of`]).
+    stalled_file: Option<(u64, u64)>,
     /// Calls seen so far.
     calls: u64,
     /// The call number at which the power goes out.
@@ -217,6 +223,13 @@ impl SimIo {
         lock(&self.state).faults.fail_next_fsync = true;
     }
 
+    /// The next fsync of the file at `path` fails, every other fsync is left alone: the seal of
+    /// a full segment, whose roll fsyncs the next segment and the directory first.
+    pub fn fail_next_fsync_of(&self, path: &Path) {
+        let file = inode(&std::fs::metadata(path).expect("the file exists"));
+        lock(&self.state).faults.fail_next_fsync_of = Some(file);
+    }
+
     /// The next *directory* fsync fails, file fsyncs are left alone: a test can then tell that
     /// a directory fsync happened where it must (after a segment roll).
     pub fn fail_next_directory_fsync(&self) {
@@ -247,7 +260,19 @@ impl SimIo {
     /// neighbours answered — and waits for its fsync, the state a session must not let hold back
     /// the requests after it.
     pub fn stall_fsyncs(&self) -> FsyncStall<'_> {
-        lock(&self.state).fsyncs_stalled = true;
+        let mut state = lock(&self.state);
+        state.fsyncs_stalled = true;
+        state.stalled_file = None;
+        FsyncStall { sim: self }
+    }
+
+    /// Holds the fsyncs of the file at `path` only, until the guard is dropped: a full
+    /// segment's seal, while the roll that handed it off fsyncs the next segment.
+    pub fn stall_fsyncs_of(&self, path: &Path) -> FsyncStall<'_> {
+        let file = inode(&std::fs::metadata(path).expect("the file exists"));
+        let mut state = lock(&self.state);
+        state.fsyncs_stalled = true;
+        state.stalled_file = Some(file);
         FsyncStall { sim: self }
     }
 
@@ -423,11 +448,16 @@ impl SimIo {
     /// The fsync of `file`: the injected failure, or the durable image taken now.
     fn sync_file(&self, file: &File) -> std::io::Result<()> {
         let mut state = self.enter()?;
-        while state.fsyncs_stalled {
+        let this = inode(&file.metadata()?);
+        while state.fsyncs_stalled && state.stalled_file.is_none_or(|held| held == this) {
             state = self
                 .resumed
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.faults.fail_next_fsync_of == Some(this) {
+            state.faults.fail_next_fsync_of = None;
+            return Err(injected("fsync"));
         }
         if std::mem::take(&mut state.faults.fail_next_fsync) {
             return Err(injected("fsync"));
