@@ -220,6 +220,29 @@ impl BrokerHost {
         }
     }
 
+    /// The storage counters of every partition of `topic`, when the broker runs in this
+    /// process; `None` for a child or an external broker.
+    pub fn partition_stats(
+        &self,
+        topic: &str,
+    ) -> Option<Vec<booblik_broker::storage::PartitionStats>> {
+        let Kind::Embedded {
+            broker: Some(broker),
+            ..
+        } = &self.kind
+        else {
+            return None;
+        };
+        let storage = broker.storage();
+        let (_, partitions) = storage.topics().find(|(name, _)| name.as_str() == topic)?;
+        Some(
+            partitions
+                .iter()
+                .map(|partition| partition.stats())
+                .collect(),
+        )
+    }
+
     /// True when the harness started this broker (and its logs are fresh).
     pub fn is_fresh(&self) -> bool {
         !matches!(self.kind, Kind::External)

@@ -106,8 +106,46 @@ pub struct ProduceRun {
     pub process_cpu_s: f64,
     /// Where the broker ran.
     pub broker: &'static str,
+    /// Segment rolls and seals during the run, over all partitions of the topic (embedded
+    /// broker only: `None` for a child or external one).
+    pub storage: Option<RollFigures>,
     /// Ratios to the baseline of the same invocation.
     pub vs_baseline: ProduceRatios,
+}
+
+/// What the run's segment rolls cost the producers: how long the longest roll held its
+/// partition's appends, and how long the longest seal took (in MAPPED mode on a sealing thread
+/// of its own, off the appends' path: `docs/storage.md` § Acknowledgements and durability).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RollFigures {
+    /// Segment rolls, all partitions.
+    pub rolls: u64,
+    /// The longest time a roll held its partition's appends, ms.
+    pub longest_roll_ms: f64,
+    /// Seals finished on a sealing thread, all partitions.
+    pub seals: u64,
+    /// The longest of those seals, ms.
+    pub longest_seal_ms: f64,
+}
+
+impl RollFigures {
+    fn of(stats: &[booblik_broker::storage::PartitionStats]) -> Self {
+        let ms = |micros: u64| micros as f64 / 1_000.0;
+        Self {
+            rolls: stats.iter().map(|s| s.rolls).sum(),
+            longest_roll_ms: ms(stats
+                .iter()
+                .map(|s| s.longest_roll_micros)
+                .max()
+                .unwrap_or(0)),
+            seals: stats.iter().map(|s| s.seals).sum(),
+            longest_seal_ms: ms(stats
+                .iter()
+                .map(|s| s.longest_seal_micros)
+                .max()
+                .unwrap_or(0)),
+        }
+    }
 }
 
 /// Produce figures relative to the machine's floor.
@@ -184,6 +222,10 @@ async fn measure(
         "{TOPIC} holds {in_log} records, expected {expected} ({sent} sent by this run)"
     );
 
+    // A fresh broker per run: its counters are this run's.
+    let storage = host
+        .partition_stats(TOPIC)
+        .map(|stats| RollFigures::of(&stats));
     let records_per_s = sent as f64 / seconds;
     let mb_s = records_per_s * config.record_bytes as f64 / 1e6;
     let wire_mb_s = records_per_s * (config.record_bytes + 4) as f64 / 1e6;
@@ -207,6 +249,7 @@ async fn measure(
         } else {
             "external"
         },
+        storage,
         vs_baseline: ProduceRatios {
             wire_mb_s_over_tcp_mb_s: wire_mb_s / baseline.tcp_mb_s,
             mb_s_over_page_cache_write_mb_s: mb_s / baseline.page_cache_write_mb_s,
@@ -290,16 +333,33 @@ async fn produce_raw(
     Ok(sent)
 }
 
+/// The table's rolls cell: `rolls: longest hold / longest seal` in ms, `—` for a seal inside the
+/// roll (FILE mode) or for a broker whose counters the harness cannot read, `0` for no roll.
+fn rolls_cell(storage: Option<RollFigures>) -> String {
+    match storage {
+        None => "—".to_owned(),
+        Some(rolls) if rolls.rolls == 0 => "0".to_owned(),
+        Some(rolls) => {
+            let seal = if rolls.seals == 0 {
+                "—".to_owned()
+            } else {
+                format!("{:.1}", rolls.longest_seal_ms)
+            };
+            format!("{}: {:.1} / {seal}", rolls.rolls, rolls.longest_roll_ms)
+        }
+    }
+}
+
 /// The produce results as a markdown table.
 pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     let mut out = String::from(
-        "| client | record B | ack | producers | batch × in flight | records | records/s | MB/s (payload) | wire MB/s | ÷ TCP baseline | ÷ TCP into the page cache, after a pause / back to back | payload ÷ page-cache write | CPU s |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| client | record B | ack | producers | batch × in flight | records | records/s | MB/s (payload) | wire MB/s | ÷ TCP baseline | ÷ TCP into the page cache, after a pause / back to back | payload ÷ page-cache write | CPU s | rolls: longest hold / longest seal, ms |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for run in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {} / {} | {:.3} | {:.2} |",
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} | {} / {} | {:.3} | {:.2} | {} |",
             match run.client {
                 ClientPath::Producer => "producer",
                 ClientPath::Raw => "raw",
@@ -320,6 +380,7 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
             figure(run.vs_baseline.wire_mb_s_over_tcp_store_mb_s, 3),
             run.vs_baseline.mb_s_over_page_cache_write_mb_s,
             run.process_cpu_s,
+            rolls_cell(run.storage),
         );
     }
     let _ = write!(
@@ -348,6 +409,36 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     } else {
         out.push_str(" TCP into the page cache: not measured (`--baseline-tcp-store-mib 0`).");
     }
+    out.push_str(
+        " Rolls: segment rolls during the run (embedded broker only), the longest time one held \
+         its partition's appends, and the longest seal of a full segment, which MAPPED mode runs \
+         on a thread of its own (FILE mode seals inside the roll: \"—\").",
+    );
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RollFigures, rolls_cell};
+
+    #[test]
+    fn the_rolls_cell_shows_the_longest_hold_and_seal_or_says_what_is_missing() {
+        let rolls = |rolls, hold, seals, seal| {
+            Some(RollFigures {
+                rolls,
+                longest_roll_ms: hold,
+                seals,
+                longest_seal_ms: seal,
+            })
+        };
+        assert_eq!(rolls_cell(None), "—", "a broker the harness cannot read");
+        assert_eq!(rolls_cell(rolls(0, 0.0, 0, 0.0)), "0");
+        assert_eq!(rolls_cell(rolls(4, 1.94, 4, 325.46)), "4: 1.9 / 325.5");
+        assert_eq!(
+            rolls_cell(rolls(4, 189.6, 0, 0.0)),
+            "4: 189.6 / —",
+            "FILE mode seals inside the roll"
+        );
+    }
 }
