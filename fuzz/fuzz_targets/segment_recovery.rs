@@ -33,7 +33,11 @@
 //!   valid record (a power loss with out-of-order write-back: cut, the tail quarantined) or
 //!   anything but zeros after a zero length, and each segment starts where the previous one
 //!   ends; then it holds exactly the valid prefixes, in order, starting at the first segment's
-//!   base offset.
+//!   base offset;
+//! * one exception, the unfinished seal: the segment before the last whose file is exactly the
+//!   configured capacity (a MAPPED segment not yet trimmed) may be torn or damaged, or end in
+//!   zeros with records missing before the last segment; the log then ends with its valid
+//!   prefix, and the last segment is set aside (moved into a quarantine file).
 //!
 //! Beyond "no panic", the target asserts the outcome matches the model (an unexpected
 //! `Corrupt` is a false alarm that would keep a healthy broker down; an unexpected success
@@ -186,29 +190,45 @@ fn parse_input(data: &[u8]) -> Option<(WriteMode, u64, Vec<SegmentFile>)> {
 }
 
 /// The model's verdict: `Some(first offset, records)` if the log must open, `None` if it must
-/// be refused as corrupt.
-fn model_log(segments: &[SegmentFile]) -> Option<(i64, Vec<Vec<u8>>)> {
+/// be refused as corrupt. `presized_bytes` is the configured segment capacity: the segment
+/// before the last at exactly that length may be a MAPPED segment whose seal had not finished,
+/// which recovery treats as the end of the log when it is damaged (or ends in zeros with records
+/// missing before the last segment), setting the last segment aside.
+fn model_log(segments: &[SegmentFile], presized_bytes: u64) -> Option<(i64, Vec<Vec<u8>>)> {
     let mut sorted: Vec<&SegmentFile> = segments.iter().collect();
     sorted.sort_by_key(|s| s.base_offset);
     let mut records = Vec::new();
     let mut expected_base = None;
     for (n, segment) in sorted.iter().enumerate() {
         let is_last = n + 1 == sorted.len();
+        let may_be_sealing = n + 2 == sorted.len() && segment.bytes.len() as u64 == presized_bytes;
         if expected_base.is_some_and(|base| base != segment.base_offset) {
             return None;
         }
         let (prefix, stop) = model_segment(&segment.bytes);
-        match stop {
-            Stop::Clean | Stop::ZeroLength { only_zeros: true } => {}
+        let end = segment.base_offset + prefix.len() as i64;
+        let ends_the_log = match stop {
+            // A zero tail and records missing before the last segment: an unfinished seal
+            // that lost its last pages, if the file is still pre-sized.
+            Stop::ZeroLength { only_zeros: true } => {
+                may_be_sealing && sorted[n + 1].base_offset != end
+            }
+            Stop::Clean => false,
             Stop::Torn | Stop::DamagedBeforeValid | Stop::ZeroLength { only_zeros: false }
-                if is_last => {}
+                if is_last || may_be_sealing =>
+            {
+                may_be_sealing
+            }
             Stop::Torn
             | Stop::DamagedBeforeValid
             | Stop::ZeroLength { only_zeros: false }
             | Stop::Corrupt => return None,
-        }
-        expected_base = Some(segment.base_offset + prefix.len() as i64);
+        };
+        expected_base = Some(end);
         records.extend(prefix.into_iter().map(<[u8]>::to_vec));
+        if ends_the_log {
+            break;
+        }
     }
     Some((sorted.first().map_or(0, |s| s.base_offset), records))
 }
@@ -293,7 +313,7 @@ fuzz_target!(|data: &[u8]| {
         write_mode: mode,
         ..StorageConfig::default()
     };
-    let expected = model_log(&segments);
+    let expected = model_log(&segments, capacity);
 
     let storage = match (open(&config), &expected) {
         (Ok(storage), Some(_)) => storage,

@@ -1084,6 +1084,22 @@ mod tests {
         bytes
     }
 
+    /// Three records, a page that never reached the disk (zeros), then one more record: what a
+    /// power loss leaves of a segment written back out of order.
+    fn torn_by_a_lost_page() -> Vec<u8> {
+        let mut bytes = records(&[b"a", b"bb", b"ccc"]);
+        bytes.extend(std::iter::repeat_n(0, 4096));
+        bytes.extend(records(&[b"dddd"]));
+        bytes
+    }
+
+    /// Recovery of `dir` refuses as corrupt and leaves every file as it was.
+    fn assert_refused_and_unchanged(dir: &Path) {
+        let before = files(dir);
+        assert!(matches!(recover(dir), Err(StorageError::Corrupt { .. })));
+        assert_eq!(files(dir), before);
+    }
+
     /// The names of the files in `dir`.
     fn names(dir: &Path) -> Vec<String> {
         files(dir)
@@ -1096,9 +1112,7 @@ mod tests {
     fn a_torn_untrimmed_segment_before_the_last_ends_the_log_and_the_last_goes_to_quarantine() {
         // A power loss during the seal: a page in the middle of the full segment never reached
         // the disk (zeros), the one after it did.
-        let mut first = records(&[b"a", b"bb", b"ccc"]);
-        first.extend(std::iter::repeat_n(0, 4096));
-        first.extend(records(&[b"dddd"]));
+        let first = torn_by_a_lost_page();
         let second = records(&[b"e"]);
         let dir = partition_dir(&[(0, &presized(first)), (4, &second)]);
         let recovered = recover(dir.path()).unwrap();
@@ -1154,35 +1168,21 @@ mod tests {
     #[test]
     fn a_torn_segment_before_the_last_that_was_trimmed_is_corrupt_and_nothing_changes() {
         // Its seal finished (the file is shorter than pre-sized): damage there is corruption.
-        let mut first = records(&[b"a", b"bb", b"ccc"]);
-        first.extend(std::iter::repeat_n(0, 4096));
-        first.extend(records(&[b"dddd"]));
+        let first = torn_by_a_lost_page();
         let dir = partition_dir(&[(0, &first), (4, &records(&[b"e"]))]);
-        let before = files(dir.path());
-        assert!(matches!(
-            recover(dir.path()),
-            Err(StorageError::Corrupt { .. })
-        ));
-        assert_eq!(files(dir.path()), before);
+        assert_refused_and_unchanged(dir.path());
     }
 
     #[test]
     fn a_torn_untrimmed_segment_two_before_the_last_is_corrupt_and_nothing_changes() {
         // The roll after it waited for its seal, so that seal finished: damage is corruption.
-        let mut first = records(&[b"a", b"bb", b"ccc"]);
-        first.extend(std::iter::repeat_n(0, 4096));
-        first.extend(records(&[b"dddd"]));
+        let first = torn_by_a_lost_page();
         let dir = partition_dir(&[
             (0, &presized(first)),
             (4, &records(&[b"e"])),
             (5, &records(&[b"f"])),
         ]);
-        let before = files(dir.path());
-        assert!(matches!(
-            recover(dir.path()),
-            Err(StorageError::Corrupt { .. })
-        ));
-        assert_eq!(files(dir.path()), before);
+        assert_refused_and_unchanged(dir.path());
     }
 
     /// A partition directory holding one segment file per `(base offset, bytes)`.
@@ -1289,12 +1289,7 @@ mod tests {
         last.truncate(last.len() - 1);
         // A gap: the last segment should start at offset 2.
         let dir = partition_dir(&[(0, &first), (5, &last)]);
-        let before = files(dir.path());
-        assert!(matches!(
-            recover(dir.path()),
-            Err(StorageError::Corrupt { .. })
-        ));
-        assert_eq!(files(dir.path()), before);
+        assert_refused_and_unchanged(dir.path());
     }
 
     #[test]
