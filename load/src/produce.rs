@@ -333,8 +333,10 @@ async fn produce_raw(
     Ok(sent)
 }
 
-/// The table's rolls cell: `rolls: longest hold / longest seal` in ms, `—` for a seal inside the
-/// roll (FILE mode) or for a broker whose counters the harness cannot read, `0` for no roll.
+/// The table's rolls cell: `rolls: longest hold / longest seal` in ms; the seal is `—` when none
+/// finished on a sealing thread by the end of the run (FILE mode seals inside the roll, and a
+/// MAPPED seal may still be running); `—` alone for a broker whose counters the harness cannot
+/// read, `0` for no roll.
 fn rolls_cell(storage: Option<RollFigures>) -> String {
     match storage {
         None => "—".to_owned(),
@@ -412,7 +414,8 @@ pub fn markdown(runs: &[&ProduceRun], baseline: &Baseline) -> String {
     out.push_str(
         " Rolls: segment rolls during the run (embedded broker only), the longest time one held \
          its partition's appends, and the longest seal of a full segment, which MAPPED mode runs \
-         on a thread of its own (FILE mode seals inside the roll: \"—\").",
+         on a thread of its own (\"—\": no seal finished on that thread by the end of the run; \
+         FILE mode seals inside the roll).",
     );
     out.push('\n');
     out
@@ -438,7 +441,7 @@ mod tests {
         assert_eq!(
             rolls_cell(rolls(4, 189.6, 0, 0.0)),
             "4: 189.6 / —",
-            "FILE mode seals inside the roll"
+            "FILE mode seals inside the roll, or a MAPPED seal still running"
         );
     }
 }
