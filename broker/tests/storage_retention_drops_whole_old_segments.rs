@@ -11,11 +11,18 @@ use storage_support::{
     MODES, config, open, partition, partition_dir, payload, read_all, records, segment_files,
 };
 
-/// 100-byte payloads (108 bytes on disk), 5 per 600-byte segment.
+/// 100-byte payloads (108 bytes on disk), 5 per 600-byte segment. The last append is FORCED: its
+/// fsync waits for the seal of the segment before (MAPPED mode seals on a thread of its own,
+/// which holds the segment, and so its file, until it is done).
 async fn fill(partition: &booblik_broker::storage::Partition, count: u64) {
     for n in 0..count {
+        let ack = if n + 1 == count {
+            AckPolicy::Forced
+        } else {
+            AckPolicy::Written
+        };
         partition
-            .append(records(&[payload(n, 100)]), AckPolicy::Written)
+            .append(records(&[payload(n, 100)]), ack)
             .await
             .unwrap();
     }
