@@ -202,6 +202,21 @@ pub(crate) fn recover_partition(
         // One seal at a time, and the next roll waits for it: only the segment before the last
         // can have been sealing.
         let may_be_sealing = n + 2 == count;
+        // The segment before the last lost the pages of its last records (zeros where they
+        // were) while its seal had not finished: it ends the log, and the last segment is set
+        // aside unexamined, as below.
+        if is_last
+            && let Some(previous) = examined.last()
+            && previous.zero_length
+            && previous.file_len == presized_bytes
+            && offset_after(
+                previous.segment.base_offset,
+                u64::from(previous.segment.end.record_count),
+            ) != Some(base_offset)
+        {
+            displaced = Some(path);
+            break;
+        }
         let segment = match examine_segment(
             base_offset,
             &path,
@@ -227,18 +242,7 @@ pub(crate) fn recover_partition(
             Err(error) => return Err(error),
         };
         if let Some(previous) = examined.last() {
-            match check_continuity(previous, &segment.segment) {
-                Ok(()) => {}
-                // The segment before the last lost the pages of its last records (zeros where
-                // they were) while its seal had not finished: it ends the log, as above.
-                Err(_)
-                    if is_last && previous.zero_length && previous.file_len == presized_bytes =>
-                {
-                    displaced = Some(path);
-                    break;
-                }
-                Err(error) => return Err(error),
-            }
+            check_continuity(previous, &segment.segment)?;
         }
         examined.push(segment);
     }
