@@ -196,7 +196,9 @@ async fn measure(
     for index in 0..config.producers {
         let client = Client::connect(host.addr(), ConnectionConfig::default()).await?;
         let partition = (index % partitions) as i32;
-        let payload = payload.clone();
+        // A buffer of its own: `send` takes a `Bytes` per record, and clones of one shared
+        // buffer would bounce its reference count between the cores on every record.
+        let payload = Bytes::copy_from_slice(&payload);
         producers.push(tokio::spawn(async move {
             match config.client {
                 ClientPath::Producer => {
