@@ -54,10 +54,11 @@ async fn a_failed_fsync_fails_its_forced_append_and_refuses_every_later_append()
 }
 
 /// Appends one record to a segment with room for about one, arms a failure with `arm`, then
-/// appends a record that does not fit, so the writer rolls: it seals the segment (an fsync),
-/// creates the next one and fsyncs the directory. `check` judges that append's answer; after it
-/// the partition must be poisoned — later appends refused, nothing past the first record, and
-/// closing reports the failure.
+/// appends a FORCED record that does not fit, so the writer rolls: it seals the segment (an
+/// fsync), creates the next one and fsyncs the directory — in MAPPED mode on the sealing thread,
+/// which the FORCED answer waits for (`storage/log.rs`, § The seal in the background). `check`
+/// judges that append's answer; after it the partition must be poisoned — later appends
+/// refused, nothing past the second record readable, and closing reports the failure.
 async fn a_roll_that_fails(
     arm: impl Fn(&SimIo),
     check: impl Fn(WriteMode, &Result<Option<Appended>, StorageError>),
@@ -73,7 +74,7 @@ async fn a_roll_that_fails(
             .unwrap();
         arm(&disk);
         let failed = partition
-            .append(records(&[[2u8; 60]]), AckPolicy::Written)
+            .append(records(&[[2u8; 60]]), AckPolicy::Forced)
             .await;
         check(mode, &failed);
         assert!(partition.stats().poisoned, "{mode:?}");
@@ -83,18 +84,38 @@ async fn a_roll_that_fails(
                 .await,
             Err(StorageError::Poisoned { .. })
         ));
-        assert_eq!(partition.high_watermark(), 1, "{mode:?}");
+        // FILE mode seals before it writes the record; MAPPED mode writes it into the next
+        // segment and then waits for the seal that fails, so the record is there, unanswered.
+        let written = match mode {
+            WriteMode::File => 1,
+            WriteMode::Mapped => 2,
+        };
+        assert_eq!(partition.high_watermark(), written, "{mode:?}");
         assert!(storage.close().is_err());
+    }
+}
+
+/// The failure a rolling append was answered with: the I/O error itself, or — when the
+/// partition noticed the failed seal before it answered (MAPPED mode: the sealing thread had
+/// finished) — the poisoning that names it.
+fn failure_of(mode: WriteMode, failed: &Result<Option<Appended>, StorageError>) -> String {
+    match failed {
+        Err(error @ StorageError::Io { .. }) => error.to_string(),
+        Err(StorageError::Poisoned { cause }) => cause.clone(),
+        other => panic!("{mode:?}: expected an I/O error, got {other:?}"),
     }
 }
 
 #[tokio::test]
 async fn a_failed_fsync_while_rolling_poisons_the_partition() {
-    // The roll's fsync of the sealed segment fails.
+    // The roll's first fsync fails: the sealed segment's (FILE mode), the next segment's size
+    // (MAPPED mode, on the sealing thread).
     a_roll_that_fails(SimIo::fail_next_fsync, |mode, failed| {
+        let message = failure_of(mode, failed);
+        assert!(message.contains("fdatasync"), "{mode:?}: {message}");
         assert!(
-            matches!(failed, Err(StorageError::Io { .. })),
-            "{mode:?}: {failed:?}"
+            message.contains("injected fsync failure"),
+            "{mode:?}: {message}"
         );
     })
     .await;
@@ -106,19 +127,16 @@ async fn a_failed_directory_fsync_after_a_roll_poisons_the_partition() {
     // so the roll must fsync the directory — and a failure of that fsync must poison like any
     // other. Only directory fsyncs are failed here: if the roll skipped its directory fsync, the
     // append would succeed and this test fail.
-    a_roll_that_fails(
-        SimIo::fail_next_directory_fsync,
-        |mode, failed| match failed {
-            Err(error @ StorageError::Io { .. }) => {
-                let message = error.to_string();
-                assert!(message.contains("fsync of directory"), "{message}");
-                assert!(
-                    message.contains("injected directory fsync failure"),
-                    "{message}"
-                );
-            }
-            other => panic!("{mode:?}: expected an I/O error, got {other:?}"),
-        },
-    )
+    a_roll_that_fails(SimIo::fail_next_directory_fsync, |mode, failed| {
+        let message = failure_of(mode, failed);
+        assert!(
+            message.contains("fsync of directory"),
+            "{mode:?}: {message}"
+        );
+        assert!(
+            message.contains("injected directory fsync failure"),
+            "{mode:?}: {message}"
+        );
+    })
     .await;
 }

@@ -12,7 +12,7 @@
 //! | append | copy into the mapping: payload, CRC, length last; a FORCED batch: zeros ahead of it now and then, one `pwrite`, then its first length | one `pwrite` per batch |
 //! | end of the log on disk | the first zero length | the end of the file |
 //! | durable after | `msync` of the dirty range + `fdatasync` | `fdatasync` |
-//! | sealing / closing | sync, unmap, trim the file to the bytes written | sync |
+//! | sealing / closing | unmap, sync, trim the file to the bytes written | sync |
 //! | a full disk (`ENOSPC`, `EDQUOT`) | the reservation fails before any copy | `pwrite` fails; the file is cut back |
 //!
 //! # A full disk
@@ -122,7 +122,10 @@ pub(crate) struct ActiveSegment {
 }
 
 impl ActiveSegment {
-    /// Creates a new, empty segment file for `base_offset` in `dir`. The caller fsyncs `dir`.
+    /// Creates a new, empty segment file for `base_offset` in `dir`. Nothing is made durable
+    /// here: the caller makes the new file's pre-size and then its name durable
+    /// ([`sync_new_segment`]) — at once when it opens a new log, on the sealing thread when a
+    /// MAPPED roll creates it, so that no fsync holds the partition's appends.
     ///
     /// `NoSpace` when the filesystem has no room for the file (no free inode or directory
     /// block, a quota): no file is left behind, so the same call can be tried again later. (If
@@ -151,14 +154,16 @@ impl ActiveSegment {
             SparseIndex::new(index_interval_bytes),
             Arc::clone(io),
         ));
-        Self::resume(Arc::clone(&segment), mode, capacity_bytes, durability).inspect_err(|_| {
-            // Pre-sizing or mapping failed: remove the empty file, or the next try to create
-            // it would find it there (`create_new`). Nothing refers to it; the directory was not
-            // fsynced since it appeared, so a crash may as well have lost it.
-            if let Err(error) = io.remove_file(segment.path()) {
-                warn!(path = %segment.path().display(), %error, "could not remove a segment file that failed to open");
-            }
-        })
+        Self::open_for_appends(Arc::clone(&segment), mode, capacity_bytes, durability)
+            .map(|(created, _)| created)
+            .inspect_err(|_| {
+                // Pre-sizing or mapping failed: remove the empty file, or the next try to create
+                // it would find it there (`create_new`). Nothing refers to it; the directory was
+                // not fsynced since it appeared, so a crash may as well have lost it.
+                if let Err(error) = io.remove_file(segment.path()) {
+                    warn!(path = %segment.path().display(), %error, "could not remove a segment file that failed to open");
+                }
+            })
     }
 
     /// Continues appending to a recovered segment. In MAPPED mode the file is (re-)extended to
@@ -167,17 +172,34 @@ impl ActiveSegment {
     /// Why the fsync: a MAPPED segment's seal runs after the next segment exists (`log.rs`,
     /// § The seal in the background), and recovery tells a seal that did not finish by the
     /// file's length — still the pre-size, not trimmed (`recovery.rs`, rule 3). So that length
-    /// must be durable before any record is written: otherwise a power loss could bring the file
-    /// back shorter, at whatever size its last fsync knew.
+    /// must be durable before the segment can be sealed in the background: otherwise a power
+    /// loss could bring the file back shorter, at whatever size its last fsync knew.
     pub(crate) fn resume(
         segment: Arc<Segment>,
         mode: WriteMode,
         capacity_bytes: u64,
         durability: &Durability,
     ) -> Result<Self, StorageError> {
+        let (resumed, presized) =
+            Self::open_for_appends(segment, mode, capacity_bytes, durability)?;
+        if presized {
+            durability.sync_data(resumed.segment.file(), resumed.segment.path())?;
+        }
+        Ok(resumed)
+    }
+
+    /// In MAPPED mode: pre-sizes the file to `capacity_bytes` if it is shorter (the `bool`:
+    /// it was, and the new size is not yet durable) and maps it.
+    fn open_for_appends(
+        segment: Arc<Segment>,
+        mode: WriteMode,
+        capacity_bytes: u64,
+        durability: &Durability,
+    ) -> Result<(Self, bool), StorageError> {
         let io = durability.io();
         let written = segment.end();
         let capacity_bytes = capacity_bytes.max(u64::from(written.position));
+        let mut presized = false;
         let mapping = match mode {
             WriteMode::File => None,
             WriteMode::Mapped => {
@@ -196,7 +218,7 @@ impl ActiveSegment {
                             error,
                         )
                     })?;
-                    durability.sync_data(file, segment.path())?;
+                    presized = true;
                 }
                 Some(
                     SegmentMapping::map(file, capacity_bytes)
@@ -204,7 +226,7 @@ impl ActiveSegment {
                 )
             }
         };
-        Ok(Self {
+        let opened = Self {
             segment,
             io: Arc::clone(io),
             mapping,
@@ -218,7 +240,8 @@ impl ActiveSegment {
             synced_position: written.position,
             sealed: false,
             scratch: Vec::new(),
-        })
+        };
+        Ok((opened, presized))
     }
 
     /// The shared segment.
@@ -504,13 +527,22 @@ impl ActiveSegment {
         self.publish();
     }
 
-    /// Ends appending to this segment (a roll, or closing): publishes, syncs, and in MAPPED mode
-    /// unmaps and trims the file to the bytes written, so a sealed segment looks the same in both
-    /// modes. Idempotent.
+    /// Ends appending to this segment (a roll, or closing): publishes, in MAPPED mode unmaps,
+    /// syncs, and in MAPPED mode trims the file to the bytes written, so a sealed segment looks
+    /// the same in both modes. Idempotent.
+    ///
+    /// The mapping goes *before* the fsync. Unmapping moves each page's dirty bit from the page
+    /// table to the page cache, so the `fdatasync` still writes every record back; but a page
+    /// written back while it is still mapped must first be write-protected in the page table,
+    /// and on x86 that is a TLB flush on every CPU running the process — an interrupt per page,
+    /// 131 072 of them for a 512 MiB segment of WRITTEN records. `munmap` flushes once for the
+    /// whole range. (Readers never use the mapping: `mapping.rs`.) See `docs/storage.md` § The
+    /// seal in the background.
     pub(crate) fn seal(&mut self, durability: &Durability) -> Result<(), StorageError> {
         self.stop_writes();
+        let unmapped = self.mapping.take().is_some();
         self.sync(durability)?;
-        if self.mapping.take().is_some() {
+        if unmapped {
             // The mapping is gone, so shrinking the file cannot fault a mapped access. The trim
             // need not be durable: recovery treats a zero tail as the end either way.
             // It also releases the blocks reserved past the records.
@@ -523,6 +555,22 @@ impl ActiveSegment {
         }
         Ok(())
     }
+}
+
+/// Makes a segment that [`ActiveSegment::create`] made in `dir` durable: in MAPPED mode its
+/// pre-size first, then its name. In this order so that the name never becomes durable through
+/// this call before the length that recovery reads an unfinished seal by (`recovery.rs`, rule
+/// 3; `resume` says why). A FILE segment's empty file has no size to make durable.
+pub(crate) fn sync_new_segment(
+    segment: &Segment,
+    mode: WriteMode,
+    dir: &Path,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    if mode == WriteMode::Mapped {
+        durability.sync_data(segment.file(), segment.path())?;
+    }
+    durability.sync_dir(dir)
 }
 
 /// True when the filesystem (or a sandbox filtering system calls) cannot `fallocate` at all.

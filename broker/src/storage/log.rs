@@ -11,9 +11,10 @@
 //!    high watermark after it must still be an `int64`);
 //! 2. if the whole batch would fit an empty segment but not what is left of the active one,
 //!    *roll* first: seal the active segment (publish, fsync, trim in MAPPED mode), create the
-//!    next segment named by the next offset, fsync the directory. In MAPPED mode the seal's
-//!    fsync and trim run on a sealing thread while appends go on in the next segment (§ The
-//!    seal in the background, below);
+//!    next segment named by the next offset, fsync the directory. In MAPPED mode every fsync of
+//!    the roll — the next segment's pre-size and name, the full segment's seal — runs on a
+//!    sealing thread while appends go on in the next segment (§ The seal in the background,
+//!    below);
 //! 3. write as many records as fit the active segment; a batch larger than a whole segment
 //!    (only possible with `segment_bytes` below the frame limit) rolls again when the next
 //!    record does not fit, and continues in the next segment;
@@ -31,23 +32,29 @@
 //! A segment fed WRITTEN batches reaches its roll with most of its bytes not yet synced, and its
 //! seal's fsync writes them all: about 1.2 s for 536 MB on a VM disk writing 450 MB/s, during
 //! which every append to the partition used to wait. In MAPPED mode the roll now stops writes to
-//! the full segment, publishes its end, creates the next segment, fsyncs the directory and hands
-//! the full segment to a thread of its own ([`PendingSeal`]) that fsyncs, unmaps and trims it.
-//! Appends go on in the new segment at once. The rules that keep this safe:
+//! the full segment, publishes its end, creates and maps the next segment and hands both to a
+//! thread of its own ([`PendingSeal`]), which fsyncs the next segment's pre-size and then the
+//! directory, and unmaps, fsyncs and trims the full segment. Appends go on in the new segment at
+//! once, and the roll makes no system call that waits for the disk: even the small fsyncs of
+//! the next segment queue behind whatever the disk is writing back, such as another partition's
+//! seal, and held a 4-partition roll for 0.3–0.9 s when they ran on it (`docs/benchmarks.md`
+//! § The roll without an fsync). The rules that keep this safe:
 //!
 //! * **At most one seal in flight**: the next roll, and the close, wait for it.
 //! * **A sync waits for the seal**: [`PartitionLog::sync`] (every FORCED answer, inline or by
 //!   group commit) finishes the pending seal first, so a FORCED answer given after a roll
-//!   implies that every earlier segment is durable. Only WRITTEN and NONE batches — which
-//!   promise nothing against an OS crash — are ever answered while an earlier segment is not.
+//!   implies that every earlier segment is durable, and so is the name and pre-size of the
+//!   segment it was written to. Only WRITTEN and NONE batches — which promise nothing against an
+//!   OS crash — are ever answered while an earlier segment, or their own segment's name, is not.
 //! * **A failed seal poisons**: the error surfaces at the next append (the thread is checked
 //!   without waiting), sync, roll or close, as an I/O error.
 //! * **Recovery knows the case**: after an OS crash or a power loss during the seal, the
 //!   segment before the last may be torn while still at its pre-sized length (untrimmed).
 //!   Recovery then cuts it like a last segment and moves the last segment whole into a
-//!   quarantine file (`recovery.rs`, rule 3): by the rules above it holds no FORCED record. The
-//!   pre-size is fsynced when a segment is created (`ActiveSegment::resume`), so an untrimmed
-//!   segment's length survives a power loss.
+//!   quarantine file (`recovery.rs`, rule 3): by the rules above it holds no FORCED record. A
+//!   segment's pre-size is fsynced before its name (`sync_new_segment`), and before the segment
+//!   can fill (its roll waits for the seal that made it durable), so an untrimmed segment's
+//!   length survives a power loss.
 //!
 //! FILE mode seals on the writer thread as before: its files are never pre-sized, so recovery
 //! could not tell an unfinished seal from damage.
@@ -67,7 +74,7 @@ use std::time::{Instant, SystemTime};
 use booblik_protocol::{AckPolicy, RecordSet, record_bytes};
 use tracing::info;
 
-use super::active::ActiveSegment;
+use super::active::{ActiveSegment, sync_new_segment};
 use super::config::WriteMode;
 use super::durability::Durability;
 use super::error::{IoContext, StorageError};
@@ -120,7 +127,7 @@ pub(crate) struct PartitionLog {
     pending_seal: Option<PendingSeal>,
 }
 
-/// A full MAPPED segment being sealed (fsync, unmap, trim) on a thread of its own.
+/// A full MAPPED segment being sealed (unmap, fsync, trim) on a thread of its own.
 #[derive(Debug)]
 struct PendingSeal {
     path: PathBuf,
@@ -128,15 +135,24 @@ struct PendingSeal {
 }
 
 impl PendingSeal {
-    /// Starts sealing `segment`, whose writes the caller stopped and whose end it published.
-    fn start(segment: ActiveSegment, durability: Durability) -> Result<Self, StorageError> {
+    /// Starts sealing `segment`, whose writes the caller stopped and whose end it published,
+    /// after making `next`, the segment the roll created in `dir`, durable: its pre-size, then
+    /// its name ([`sync_new_segment`]). Those fsyncs wait behind whatever the disk is writing
+    /// back (another partition's seal: up to a segment), so they are kept off the roll.
+    fn start(
+        segment: ActiveSegment,
+        next: Arc<Segment>,
+        dir: PathBuf,
+        durability: Durability,
+    ) -> Result<Self, StorageError> {
         let path = segment.segment().path().to_owned();
         let thread = std::thread::Builder::new()
             .name("booblik-seal".to_owned())
             .spawn(move || {
                 let mut segment = segment;
                 let started = Instant::now();
-                let sealed = segment.seal(&durability);
+                let sealed = sync_new_segment(&next, WriteMode::Mapped, &dir, &durability)
+                    .and_then(|()| segment.seal(&durability));
                 durability.metrics().sealed(started.elapsed());
                 sealed
             })
@@ -223,7 +239,7 @@ impl PartitionLog {
                 settings.index_interval_bytes,
                 &durability,
             )?;
-            durability.sync_dir(&dir)?;
+            sync_new_segment(active.segment(), settings.write_mode, &dir, &durability)?;
             segments.push(Arc::clone(active.segment()));
             active
         };
@@ -411,7 +427,7 @@ impl PartitionLog {
     /// crash right after sealing would leave — and the next append tries the roll again
     /// (sealing is idempotent). The log is as it was, so this refuses the batch.
     ///
-    /// In MAPPED mode the seal's fsync, unmap and trim run on a sealing thread once the next
+    /// In MAPPED mode the seal's unmap, fsync and trim run on a sealing thread once the next
     /// segment exists (module docs, § The seal in the background); until then the full segment
     /// only stops taking writes, and a failed creation leaves it so, to be handed off by the
     /// roll that succeeds (or sealed here by the close).
@@ -435,13 +451,26 @@ impl PartitionLog {
             self.settings.index_interval_bytes,
             &self.durability,
         )?;
-        self.durability.sync_dir(&self.dir)?;
+        if !in_background {
+            sync_new_segment(
+                next.segment(),
+                self.settings.write_mode,
+                &self.dir,
+                &self.durability,
+            )?;
+        }
         self.view.push_segment(Arc::clone(next.segment()));
         let full = std::mem::replace(&mut self.active, next);
         if in_background {
-            self.pending_seal = Some(PendingSeal::start(full, self.durability.clone())?);
+            self.pending_seal = Some(PendingSeal::start(
+                full,
+                Arc::clone(self.active.segment()),
+                self.dir.clone(),
+                self.durability.clone(),
+            )?);
         }
-        // Appends to this partition waited for all of it (FILE mode: the seal's fsync too).
+        // Appends to this partition waited for all of it (FILE mode: the seal's fsync and the
+        // next segment's directory fsync too; MAPPED mode: no fsync at all).
         self.durability.metrics().rolled(started.elapsed());
         Ok(())
     }
@@ -674,7 +703,7 @@ mod tests {
     }
 
     #[test]
-    fn a_mapped_roll_appends_on_while_the_full_segment_s_fsync_is_held_and_a_sync_waits_for_it() {
+    fn a_mapped_roll_appends_on_while_every_fsync_is_held_and_a_sync_waits_for_the_seal() {
         const HELD: std::time::Duration = std::time::Duration::from_millis(50);
         /// Longest the disk is held in the first part: far longer than an append without an
         /// fsync takes, so an append that waited for the seal fails the test instead of hanging.
@@ -688,9 +717,9 @@ mod tests {
             .path()
             .join(crate::storage::segment::segment_file_name(0));
         std::thread::scope(|scope| {
-            // The full segment's fsync is held; the roll's other fsyncs (the next segment's
-            // pre-size, the directory) pass.
-            let stall = sim.stall_fsyncs_of(&full);
+            // Every fsync is held — the full segment's, the next segment's pre-size, the
+            // directory's — as a disk busy writing another partition's seal back holds them.
+            let stall = sim.stall_all_fsyncs();
             let released = &released;
             let (stop, stopped) = std::sync::mpsc::channel::<()>();
             let releaser = scope.spawn(move || {
@@ -699,8 +728,8 @@ mod tests {
                 released.store(true, std::sync::atomic::Ordering::SeqCst);
                 drop(stall);
             });
-            // The batch rolls; the full segment's fsync is held, yet the append returns and the
-            // next one too.
+            // The batch rolls; no fsync gets through, yet the append returns and the next one
+            // too.
             log.append(&batch(3..4), AckPolicy::Written).unwrap();
             log.append(&batch(4..5), AckPolicy::Written).unwrap();
             assert!(

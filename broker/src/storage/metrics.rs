@@ -93,7 +93,7 @@ pub fn describe_metrics() {
     metrics::describe_histogram!(
         SEAL_SECONDS,
         metrics::Unit::Seconds,
-        "seconds each seal of a full MAPPED segment took on its sealing thread (fsync, unmap, trim)"
+        "seconds each seal of a full MAPPED segment took on its sealing thread (unmap, fsync, trim)"
     );
     metrics::describe_counter!(
         RECOVERY_QUARANTINES_TOTAL,

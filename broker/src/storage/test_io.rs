@@ -125,6 +125,8 @@ struct State {
     /// With `fsyncs_stalled`: only the fsyncs of this (device, inode) are held
     /// ([`SimIo::stall_fsyncs_of`]).
     stalled_file: Option<(u64, u64)>,
+    /// With `fsyncs_stalled`: directory fsyncs are held too ([`SimIo::stall_all_fsyncs`]).
+    directory_fsyncs_stalled: bool,
     /// Calls seen so far.
     calls: u64,
     /// The call number at which the power goes out.
@@ -263,6 +265,17 @@ impl SimIo {
         let mut state = lock(&self.state);
         state.fsyncs_stalled = true;
         state.stalled_file = None;
+        FsyncStall { sim: self }
+    }
+
+    /// Holds every fsync, of files and of directories, until the guard is dropped: the disk
+    /// busy writing another partition's seal back, so that no fsync gets through, while writes
+    /// into the page cache still do.
+    pub fn stall_all_fsyncs(&self) -> FsyncStall<'_> {
+        let mut state = lock(&self.state);
+        state.fsyncs_stalled = true;
+        state.stalled_file = None;
+        state.directory_fsyncs_stalled = true;
         FsyncStall { sim: self }
     }
 
@@ -574,7 +587,10 @@ pub struct FsyncStall<'a> {
 
 impl Drop for FsyncStall<'_> {
     fn drop(&mut self) {
-        lock(&self.sim.state).fsyncs_stalled = false;
+        let mut state = lock(&self.sim.state);
+        state.fsyncs_stalled = false;
+        state.directory_fsyncs_stalled = false;
+        drop(state);
         self.sim.resumed.notify_all();
     }
 }
@@ -688,6 +704,12 @@ impl StorageIo for SimIo {
 
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         let mut state = self.enter()?;
+        while state.fsyncs_stalled && state.directory_fsyncs_stalled {
+            state = self
+                .resumed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
         if std::mem::take(&mut state.faults.fail_next_fsync) {
             return Err(injected("fsync"));
         }
