@@ -88,12 +88,12 @@ pub fn describe_metrics() {
     metrics::describe_histogram!(
         ROLL_SECONDS,
         metrics::Unit::Seconds,
-        "seconds each segment roll held its partition's appends (the next segment's creation and the directory fsync; in FILE mode the full segment's fsync too)"
+        "seconds each segment roll held its partition's appends (the next segment's creation; in FILE mode also the full segment's fsync and the directory fsync)"
     );
     metrics::describe_histogram!(
         SEAL_SECONDS,
         metrics::Unit::Seconds,
-        "seconds each seal of a full MAPPED segment took on its sealing thread (unmap, fsync, trim)"
+        "seconds each seal of a full MAPPED segment took on its sealing thread (the next segment's size and name made durable, then unmap, fsync, trim)"
     );
     metrics::describe_counter!(
         RECOVERY_QUARANTINES_TOTAL,
