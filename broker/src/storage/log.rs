@@ -482,6 +482,18 @@ impl PartitionLog {
         }
         let segments = self.view.snapshot();
         let (active, sealed) = segments.split_last().expect("a log has an active segment");
+        // A segment whose seal is still running (the newest sealed one, MAPPED mode) is kept
+        // until the seal ends: dropped now, it would still be fsynced, up to a whole segment
+        // written to disk on its way to being unlinked. It counts toward the size like the
+        // active segment; the writer's next retention check can drop it.
+        let sealing = self
+            .pending_seal
+            .as_ref()
+            .is_some_and(|seal| !seal.is_finished());
+        let (sealed, kept) = match (sealing, sealed.split_last()) {
+            (true, Some((sealing, older))) => (older, u64::from(sealing.end().position)),
+            _ => (sealed, 0),
+        };
         let mut facts = Vec::with_capacity(sealed.len());
         for segment in sealed {
             let last_modified = segment
@@ -494,7 +506,7 @@ impl PartitionLog {
                 last_modified,
             });
         }
-        let active_bytes = u64::from(active.end().position);
+        let active_bytes = u64::from(active.end().position) + kept;
         let count = segments_to_drop(self.settings.retention, &facts, active_bytes, now);
         if count == 0 {
             return Ok(0);
@@ -763,6 +775,33 @@ mod tests {
             3 * (PAYLOAD_BYTES + 8) as u64,
             "the sealed segment was trimmed to its records"
         );
+    }
+
+    #[test]
+    fn retention_keeps_a_segment_whose_seal_is_running_and_drops_it_once_the_seal_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = open(dir.path(), WriteMode::Mapped);
+        log.settings.retention.retention_bytes = Some(1);
+        log.append(&batch(0..3), AckPolicy::Written).unwrap();
+        let full = dir
+            .path()
+            .join(crate::storage::segment::segment_file_name(0));
+        let sim = sim_io();
+        let stall = sim.stall_fsyncs_of(&full);
+        // The batch rolls; the full segment's seal waits for its fsync.
+        log.append(&batch(3..4), AckPolicy::Written).unwrap();
+        assert!(log.seal_pending());
+        assert_eq!(
+            log.enforce_retention(SystemTime::now()).unwrap(),
+            0,
+            "a segment still being sealed was dropped"
+        );
+        assert_eq!(log.view().log_start_offset(), 0);
+        drop(stall);
+        log.sync().unwrap();
+        assert_eq!(log.enforce_retention(SystemTime::now()).unwrap(), 1);
+        assert_eq!(log.view().log_start_offset(), 3);
+        assert_eq!(log.view().high_watermark(), 4);
     }
 
     #[test]
