@@ -491,7 +491,7 @@ impl PartitionLog {
             .as_ref()
             .is_some_and(|seal| !seal.is_finished());
         let (sealed, kept) = match (sealing, sealed.split_last()) {
-            (true, Some((sealing, older))) => (older, u64::from(sealing.end().position)),
+            (true, Some((being_sealed, older))) => (older, u64::from(being_sealed.end().position)),
             _ => (sealed, 0),
         };
         let mut facts = Vec::with_capacity(sealed.len());

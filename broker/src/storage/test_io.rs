@@ -578,7 +578,8 @@ impl Drop for Stall<'_> {
     }
 }
 
-/// Holds the file fsyncs of a [`SimIo`] until dropped; see [`SimIo::stall_fsyncs`].
+/// Holds fsyncs of a [`SimIo`] until dropped; see [`SimIo::stall_fsyncs`],
+/// [`SimIo::stall_fsyncs_of`] and [`SimIo::stall_all_fsyncs`].
 #[derive(Debug)]
 #[must_use = "fsyncs resume when the guard is dropped"]
 pub struct FsyncStall<'a> {
