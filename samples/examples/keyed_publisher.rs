@@ -71,7 +71,11 @@ pub async fn run(args: ExampleArgs) -> anyhow::Result<()> {
         let mut seqs: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         while let Some(batch) = replay.next_batch().await? {
             for record in batch.records.iter().filter(|r| r.offset < end_offset) {
-                let event = UserEvent::decode(&record.payload)?;
+                // The topic may hold records that are not events (another program wrote them):
+                // skip them, as every reader of a shared log must, rather than stop here.
+                let Ok(event) = UserEvent::decode(&record.payload) else {
+                    continue;
+                };
                 if event.publisher_id == publisher_id {
                     seqs.entry(event.user_id).or_default().push(event.seq);
                 }

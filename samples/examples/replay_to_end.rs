@@ -68,6 +68,7 @@ async fn publish_some(broker: &ExampleBroker, count: u64) -> anyhow::Result<()> 
         .producer(TOPIC, ProducerConfig::default())
         .await?;
     let publisher_id = Uuid::new_v4();
+    let mut deliveries = Vec::new();
     for n in 0..count {
         let event = UserEvent {
             publisher_id,
@@ -76,9 +77,13 @@ async fn publish_some(broker: &ExampleBroker, count: u64) -> anyhow::Result<()> 
             kind: EventKind::ViewedPage,
             at_ms: 0,
         };
-        // Not awaited one by one: the flush below waits for every delivery.
-        drop(producer.send(Some(event.key()), event.encode()).await?);
+        deliveries.push(producer.send(Some(event.key()), event.encode()).await?);
     }
+    // `flush` sends what is still batched and waits until every delivery is settled; a settled
+    // delivery may still be a failure, so ask each one.
     producer.flush().await?;
+    for delivery in deliveries {
+        delivery.await?;
+    }
     Ok(())
 }

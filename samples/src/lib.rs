@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | [`events`] | 1 | keyed events; a follow consumer with durable positions (at-least-once); replay; a projection |
 //! | [`queue`] | 2 | a task queue as claims and leases over a log partition (`docs/task-queue.md`) |
-//! | [`relay`] | — | mirroring a topic between booblik and JetStream: where the position lives (`docs/relay.md`) |
+//! | [`relay`] | — | mirroring a topic between booblik and JetStream (and, with the feature `kafka`, Kafka): where the position lives (`docs/relay.md`) |
 //! | [`support`] | — | plumbing shared by the binaries: flags, shutdown, retries, stats over HTTP, an embedded broker |
 //!
 //! Binaries (`src/bin/`): `publisher`, `follow-consumer`, `replay-consumer`, `projection`,

@@ -10,6 +10,7 @@
 //!     [--duration-s N] [--rate 100] [--users 50] [--stats-bind addr] [--top 3]
 //!     [--task-rate 2] [--workers 3] [--lease-ms MS] [--work-ms 400] [--no-freeze]
 //!     [--engine booblik|jetstream] [--nats-url nats://h:p,…] [--spawn-nats]
+//!     [--jetstream-partitions 3] [--jetstream-replicas 3]
 //! ```
 //!
 //! **On JetStream** (`--engine jetstream`) the events layer runs on one R3 stream per partition
