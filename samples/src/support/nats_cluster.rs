@@ -20,6 +20,14 @@ use crate::engine::JetStreamEngine;
 pub const CLUSTER_READY_LIMIT: Duration = Duration::from_secs(30);
 /// Most nodes one cluster may have.
 pub const MAX_NODES: usize = 5;
+/// Times [`NatsCluster::start`] starts a cluster whose node lost a port race, in all.
+pub const MAX_START_ATTEMPTS: u32 = 3;
+/// Ports are chosen at random in `LOWEST_CHOSEN_PORT..` the kernel's ephemeral range.
+const LOWEST_CHOSEN_PORT: u16 = 20_000;
+/// Linux's default first ephemeral port, if `/proc` cannot be read.
+const DEFAULT_EPHEMERAL_LOW_PORT: u16 = 32_768;
+/// Random ports tried before falling back to the kernel's choice.
+const MAX_PORT_TRIES: u32 = 64;
 
 /// One node: its ports, its directory, its process (None while it is down).
 #[derive(Debug)]
@@ -55,17 +63,52 @@ pub fn server_binary() -> anyhow::Result<PathBuf> {
 
 impl NatsCluster {
     /// Starts `nodes` nodes (1 for a single server, 3 for an R3 cluster) with their data under
-    /// `dir`, and waits until JetStream answers on every node.
+    /// `dir`, and waits until JetStream answers on every node. A node that finds one of its
+    /// ports taken (another program bound it between our choice and the node's bind) fails the
+    /// attempt; the cluster is then started afresh on new ports, at most
+    /// [`MAX_START_ATTEMPTS`] times.
     pub fn start(dir: &Path, nodes: usize) -> anyhow::Result<Self> {
         if !(1..=MAX_NODES).contains(&nodes) {
             bail!("a cluster has 1..={MAX_NODES} nodes, not {nodes}");
         }
         let binary = server_binary()?;
-        // Three ports a node: client, cluster routes, monitoring. Asked from the kernel and
-        // released just before the servers bind them: a race with other programs on this
-        // machine is possible but rare, and a failed bind fails `start` loudly.
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(&binary, dir, nodes) {
+                Err(error)
+                    if attempt < MAX_START_ATTEMPTS
+                        && format!("{error:#}").contains("address already in use") =>
+                {
+                    tracing::warn!(attempt, %error, "a nats-server lost a port race; starting the cluster again on new ports");
+                    // The failed attempt's nodes are gone (dropped); so must their stores be.
+                    for index in 0..nodes {
+                        let node_dir = dir.join(format!("n{index}"));
+                        if node_dir.exists() {
+                            std::fs::remove_dir_all(&node_dir)
+                                .with_context(|| format!("cannot remove {}", node_dir.display()))?;
+                        }
+                    }
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(binary: &Path, dir: &Path, nodes: usize) -> anyhow::Result<Self> {
+        // Three ports a node: client, cluster routes, monitoring, chosen below the kernel's
+        // ephemeral range (`free_port`) and released just before the servers bind them.
+        let mut chosen = std::collections::BTreeSet::new();
+        let mut distinct_port = || -> anyhow::Result<u16> {
+            loop {
+                let port = free_port()?;
+                if chosen.insert(port) {
+                    return Ok(port);
+                }
+            }
+        };
         let ports: Vec<[u16; 3]> = (0..nodes)
-            .map(|_| Ok([free_port()?, free_port()?, free_port()?]))
+            .map(|_| Ok([distinct_port()?, distinct_port()?, distinct_port()?]))
             .collect::<anyhow::Result<_>>()?;
         let routes: Vec<String> = ports
             .iter()
@@ -100,7 +143,7 @@ impl NatsCluster {
                 log: dir.join(format!("n{index}.log")),
                 child: None,
             };
-            node.spawn(&binary)?;
+            node.spawn(binary)?;
             cluster.nodes.push(node);
         }
         for index in 0..nodes {
@@ -222,6 +265,51 @@ impl Drop for NatsCluster {
     }
 }
 
+/// A port no one listens on now, below the kernel's ephemeral range.
+///
+/// Why not port 0's choice: that comes from the ephemeral range, which `connect` draws its
+/// source ports from. The nodes connect to each other's route ports as they start, some before
+/// the peer listens, and a connection to 127.0.0.1:P from source port P connects to itself (TCP's
+/// simultaneous open) and holds P: the peer then fails with "address already in use" (seen once
+/// in CI, 2026-12-06). A port below the range is never a source port.
 fn free_port() -> anyhow::Result<u16> {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(DEFAULT_EPHEMERAL_LOW_PORT);
+    let low = LOWEST_CHOSEN_PORT.min(ephemeral_low.saturating_sub(1));
+    for _ in 0..MAX_PORT_TRIES {
+        let port = rand::random_range(low..ephemeral_low);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    // A machine whose low ports are all taken: the kernel's choice, with its rare race.
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chosen_port_is_free_and_below_the_ephemeral_range() {
+        let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .expect("Linux's ephemeral port range")
+            .split_whitespace()
+            .next()
+            .and_then(|low| low.parse().ok())
+            .expect("its first port");
+        for _ in 0..20 {
+            let port = free_port().unwrap();
+            assert!(
+                port < ephemeral_low,
+                "{port} is in the ephemeral range (from {ephemeral_low}): a connect could take it"
+            );
+            assert!(
+                TcpListener::bind(("127.0.0.1", port)).is_ok(),
+                "{port} was handed out taken"
+            );
+        }
+    }
 }
