@@ -544,12 +544,16 @@ impl ActiveSegment {
         self.sync(durability)?;
         if unmapped {
             // The mapping is gone, so shrinking the file cannot fault a mapped access. The trim
-            // need not be durable: recovery treats a zero tail as the end either way.
-            // It also releases the blocks reserved past the records.
+            // also releases the blocks reserved past the records.
             let len = self.written.position;
             self.io
                 .set_len(self.segment.file(), u64::from(len))
                 .context(|| format!("trimming {} to {len} bytes", self.segment.path().display()))?;
+            // And the trim is made durable, so that after a power loss a segment still at its
+            // pre-sized length is one whose seal did not finish (or whose records fill it
+            // exactly): recovery judges damage there more leniently (`recovery.rs`, rule 3),
+            // which a finished seal must not get. A metadata fsync, on the sealing thread.
+            durability.sync_data(self.segment.file(), self.segment.path())?;
             self.allocated_bytes = u64::from(self.written.position);
             self.zeroed_bytes = self.allocated_bytes;
         }
@@ -587,7 +591,7 @@ mod tests {
     use super::*;
     use crate::storage::io::StorageIo;
     use crate::storage::metrics::PartitionMetrics;
-    use crate::storage::test_io::SimIo;
+    use crate::storage::test_io::{PowerLoss, SimIo};
 
     thread_local! {
         /// This test's simulated disk (each test runs on its own thread).
@@ -911,6 +915,44 @@ mod tests {
         assert_eq!(
             file_len(&active),
             u64::from(before.position) + record_bytes(30) as u64
+        );
+    }
+
+    #[test]
+    fn a_sealed_mapped_segment_keeps_its_trim_through_a_power_loss() {
+        // Recovery tells an unfinished seal by the pre-sized length, so a finished seal's trim
+        // must reach the disk with the seal.
+        let dir = tempfile::tempdir().unwrap();
+        let sim = Arc::new(SimIo::with_power_loss());
+        let durability = Durability::new(
+            Arc::clone(&sim) as Arc<dyn StorageIo>,
+            Arc::new(PartitionMetrics::new("t", 0)),
+        );
+        let capacity = 64 * 1024;
+        let mut active = ActiveSegment::create(
+            dir.path(),
+            0,
+            0,
+            WriteMode::Mapped,
+            capacity,
+            INDEX_INTERVAL_BYTES,
+            &durability,
+        )
+        .unwrap();
+        sync_new_segment(active.segment(), WriteMode::Mapped, dir.path(), &durability).unwrap();
+        active
+            .write(&[&[7u8; 100], &[8u8; 20]], AckPolicy::Written)
+            .unwrap();
+        active.seal(&durability).unwrap();
+        let path = active.segment().path().to_path_buf();
+        let written = u64::from(active.written.position);
+        sim.crash_now().unwrap();
+        drop(active);
+        sim.power_loss(PowerLoss::DurableOnly).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            written,
+            "the sealed segment came back at its pre-sized length"
         );
     }
 }

@@ -65,7 +65,7 @@
 //! be created, the active segment stays sealed, the batch is refused, and the next append
 //! finishes the roll first.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -194,6 +194,29 @@ impl Drop for PartitionLog {
     }
 }
 
+/// Makes what recovery accepted durable before the log takes appends: the segment before the
+/// last, the last (its size included) and the directory (their names).
+///
+/// Why: recovery reads the page cache, which a killed process leaves whole, not the disk. A
+/// process killed during a MAPPED roll can leave the full segment unsealed (not yet fsynced)
+/// and the next one's size and name not yet durable (the sealing thread does both); a FILE roll
+/// killed before its directory fsync leaves the new name undurable. Nothing after the restart
+/// would fsync them: the next FORCED answer fsyncs only the last segment. So without this, a
+/// power loss within the write-back window after such a restart could take acknowledged FORCED
+/// records with it (invariant `forced-after-seal`). Older segments were sealed before the roll
+/// that followed them could start. Costs two `fdatasync` and a directory fsync per open.
+fn make_recovered_durable(
+    segments: &[Arc<Segment>],
+    dir: &Path,
+    durability: &Durability,
+) -> Result<(), StorageError> {
+    let from = segments.len().saturating_sub(2);
+    for segment in &segments[from..] {
+        durability.sync_data(segment.file(), segment.path())?;
+    }
+    durability.sync_dir(dir)
+}
+
 impl PartitionLog {
     /// Opens (recovering) or creates the log in `dir`, which must exist.
     pub(crate) fn open(
@@ -223,12 +246,14 @@ impl PartitionLog {
             log_bytes += size;
         }
         let active = if let Some(last) = segments.last() {
-            ActiveSegment::resume(
+            let resumed = ActiveSegment::resume(
                 Arc::clone(last),
                 settings.write_mode,
                 settings.segment_bytes,
                 &durability,
-            )?
+            )?;
+            make_recovered_durable(&segments, &dir, &durability)?;
+            resumed
         } else {
             let active = ActiveSegment::create(
                 &dir,
@@ -406,6 +431,14 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// True while a MAPPED segment's seal runs on its thread: a [`PartitionLog::sync`] now
+    /// would wait for it, up to the fsync of a whole segment.
+    pub(crate) fn seal_in_flight(&self) -> bool {
+        self.pending_seal
+            .as_ref()
+            .is_some_and(|seal| !seal.is_finished())
+    }
+
     /// Waits for the pending seal, if any, and returns its failure.
     fn finish_seal(&mut self) -> Result<(), StorageError> {
         match self.pending_seal.take() {
@@ -486,10 +519,7 @@ impl PartitionLog {
         // until the seal ends: dropped now, it would still be fsynced, up to a whole segment
         // written to disk on its way to being unlinked. It counts toward the size like the
         // active segment; the writer's next retention check can drop it.
-        let sealing = self
-            .pending_seal
-            .as_ref()
-            .is_some_and(|seal| !seal.is_finished());
+        let sealing = self.seal_in_flight();
         let (sealed, kept) = match (sealing, sealed.split_last()) {
             (true, Some((being_sealed, older))) => (older, u64::from(being_sealed.end().position)),
             _ => (sealed, 0),
@@ -566,6 +596,10 @@ mod tests {
     const MODES: [WriteMode; 2] = [WriteMode::Mapped, WriteMode::File];
 
     fn open(dir: &std::path::Path, mode: WriteMode) -> PartitionLog {
+        try_open(dir, mode).unwrap()
+    }
+
+    fn try_open(dir: &std::path::Path, mode: WriteMode) -> Result<PartitionLog, StorageError> {
         let settings = LogSettings {
             write_mode: mode,
             segment_bytes: SEGMENT_BYTES,
@@ -576,7 +610,7 @@ mod tests {
             },
         };
         let durability = Durability::new(sim(), Arc::new(PartitionMetrics::new("t", 0)));
-        PartitionLog::open(dir.to_path_buf(), settings, durability).unwrap()
+        PartitionLog::open(dir.to_path_buf(), settings, durability)
     }
 
     fn payload(n: u8) -> Vec<u8> {
@@ -947,5 +981,41 @@ mod tests {
             record_bytes
         );
         assert_eq!(cached(1), Some(record_bytes));
+    }
+
+    #[test]
+    fn reopening_makes_the_segment_before_the_last_and_the_directory_durable() {
+        // A process killed during a roll leaves the page cache whole and the disk behind it:
+        // the full segment's seal, the next one's size and name may not have reached the disk.
+        // Reopening must fsync them, since no FORCED answer after it would.
+        for mode in MODES {
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), mode);
+            log.append(&batch(0..3), AckPolicy::Written).unwrap();
+            log.append(&batch(3..4), AckPolicy::Written).unwrap(); // rolls
+            drop(log);
+            let full = dir
+                .path()
+                .join(crate::storage::segment::segment_file_name(0));
+            let last = dir
+                .path()
+                .join(crate::storage::segment::segment_file_name(3));
+            for (armed, what) in [
+                (Some(&full), "the segment before the last"),
+                (Some(&last), "the last segment"),
+                (None, "the directory"),
+            ] {
+                match armed {
+                    Some(path) => sim_io().fail_next_fsync_of(path),
+                    None => sim_io().fail_next_directory_fsync(),
+                }
+                assert!(
+                    try_open(dir.path(), mode).is_err(),
+                    "{mode}: reopening did not fsync {what}"
+                );
+            }
+            let log = open(dir.path(), mode);
+            assert_eq!(records(&log), (0..4).map(payload).collect::<Vec<_>>());
+        }
     }
 }

@@ -33,7 +33,9 @@
 //! another worker) keeps its core and blocks outright; any other inline fsync meanwhile goes
 //! through `block_in_place`. While it blocks, the other workers steal its queued tasks, but not
 //! the one task in its LIFO slot (often a long poll the append just woke), which waits for the
-//! fsync.
+//! fsync. Not while a MAPPED seal runs: that sync first waits for the seal, up to a whole
+//! segment's fsync, so it goes through `block_in_place`
+//! (`an_inline_forced_sync_hands_its_core_off_while_a_seal_runs`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -306,8 +308,10 @@ impl Partition {
             && may_block_in_place()
             && let Ok(guard) = self.log.try_lock()
         {
-            // One runtime thread at a time keeps its core through the fsync (module docs).
-            if let Some(_in_fsync) = RuntimeThreadInFsync::try_enter() {
+            // One runtime thread at a time keeps its core through the fsync (module docs), but
+            // not through a seal: that sync waits for a whole segment's fsync.
+            let sealing = guard.as_ref().is_some_and(PartitionLog::seal_in_flight);
+            if !sealing && let Some(_in_fsync) = RuntimeThreadInFsync::try_enter() {
                 return self.sync_inline(guard, log_bytes_end, written_at);
             }
             return tokio::task::block_in_place(move || {
@@ -812,5 +816,92 @@ mod tests {
         for _ in 0..100 {
             assert!(RuntimeThreadInFsync::try_enter().is_none());
         }
+    }
+
+    /// A FORCED batch written inline right after a roll waits for the previous segment's seal
+    /// (up to a whole segment's fsync): the runtime thread that waits must hand its core off,
+    /// not keep it as it may for an ordinary fsync.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_inline_forced_sync_hands_its_core_off_while_a_seal_runs() {
+        use crate::storage::config::WriteMode;
+        use crate::storage::test_io::SimIo;
+        use booblik_protocol::{AckPolicy, RecordSet, TopicName};
+        let dir = tempfile::tempdir().unwrap();
+        let sim = Arc::new(SimIo::new());
+        let config = StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            segment_bytes: 64 * 1024,
+            write_mode: WriteMode::Mapped,
+            io: Arc::clone(&sim) as _,
+            ..StorageConfig::default()
+        };
+        let budget = QueueBudget::new(u32::try_from(config.writer_queue_bytes).unwrap_or(u32::MAX));
+        let topic = TopicName::new("events").unwrap();
+        let partition = Partition::open(&topic, 0, &config, &budget).unwrap();
+        let records = |n: usize| RecordSet::from_payloads((0..n).map(|_| vec![7u8; 1000])).unwrap();
+        for _ in 0..13 {
+            partition
+                .append(records(5), AckPolicy::Written)
+                .await
+                .unwrap();
+        }
+        let full = dir
+            .path()
+            .join("events-0")
+            .join(crate::storage::segment::segment_file_name(0));
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let (waiting_tx, waiting_rx) = std::sync::mpsc::channel::<()>();
+        let held_sim = Arc::clone(&sim);
+        // Holds the full segment's fsync for 400 ms once the FORCED batch waits, and reports
+        // how many runtime threads were then in an fsync keeping their core.
+        let holder = std::thread::spawn(move || {
+            let stall = held_sim.stall_fsyncs_of(&full);
+            held_tx.send(()).unwrap();
+            waiting_rx.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            let keeping_their_core = RUNTIME_THREADS_IN_FSYNC.load(Ordering::SeqCst);
+            drop(stall);
+            keeping_their_core
+        });
+        held_rx.recv().unwrap();
+        // Rolls (on the writer: an inline append never rolls); the seal of segment 0 is held.
+        partition
+            .append(records(1), AckPolicy::Written)
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !partition.is_idle() {
+            assert!(Instant::now() < deadline, "the writer did not go idle");
+            tokio::task::yield_now().await;
+        }
+        let partition = Arc::new(partition);
+        let forced = Arc::clone(&partition);
+        let waited = tokio::spawn(async move {
+            let (_written, answer) = forced
+                .append_queued(records(1), AckPolicy::Forced)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                answer.was_inline(),
+                "the FORCED batch was not appended inline"
+            );
+            waiting_tx.send(()).unwrap();
+            let started = Instant::now();
+            answer.wait(&forced).await.unwrap();
+            started.elapsed()
+        })
+        .await
+        .unwrap();
+        let keeping_their_core = holder.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(350),
+            "the FORCED answer came after {waited:?}, before the seal it must wait for"
+        );
+        assert_eq!(
+            keeping_their_core, 0,
+            "a runtime thread kept its core while it waited for the seal"
+        );
+        partition.close().unwrap();
     }
 }

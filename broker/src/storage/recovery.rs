@@ -36,11 +36,12 @@
 //!    above), and the last segment, which can hold only WRITTEN and NONE records, is moved whole
 //!    into a quarantine file (`<n>-<segment file name>-at-0.quarantine`). The same holds when
 //!    that segment ends in a zero tail but the last one does not start right after its records
-//!    (the pages of its last records were lost). Two limits: a trimmed segment, or one two or
-//!    more before the last (the roll after it waited for its seal), keeps the rule above; and a
-//!    sealed segment whose records fill it exactly also has the pre-sized length, so damage
-//!    there, if it is the segment before the last, is cut rather than refused (its successor
-//!    kept in quarantine), because the two cannot be told apart.
+//!    (the pages of its last records were lost); a last segment starting *inside* its records
+//!    is corruption. Two limits: a trimmed segment (a finished seal fsyncs its trim), or one two
+//!    or more before the last (the roll after it waited for its seal), keeps the rule above;
+//!    and a sealed segment whose records fill it exactly also has the pre-sized length, so
+//!    damage there, if it is the segment before the last, is cut rather than refused (its
+//!    successor kept in quarantine), because the two cannot be told apart.
 //! 4. **Decide, then cut.** Every segment is examined and the continuity checked before any file
 //!    is changed: a refused partition is left byte for byte as it was (the leftover
 //!    `*.deleted` files too), so an operator can restore or inspect it.
@@ -209,10 +210,14 @@ pub(crate) fn recover_partition(
             && let Some(previous) = examined.last()
             && previous.zero_length
             && previous.file_len == presized_bytes
+            // A gap: records lost before the last segment's base. The other mismatch, a last
+            // segment starting inside the previous one's records, no power loss makes: it
+            // goes on to the continuity check and is refused as corruption.
             && offset_after(
                 previous.segment.base_offset,
                 u64::from(previous.segment.end.record_count),
-            ) != Some(base_offset)
+            )
+            .is_some_and(|end| end < base_offset)
         {
             displaced = Some(path);
             break;
@@ -1156,6 +1161,16 @@ mod tests {
                 format!("000001-{:020}.log-at-0.quarantine", 3),
             ]
         );
+    }
+
+    #[test]
+    fn an_untrimmed_segment_before_the_last_that_overlaps_the_last_is_corrupt_and_nothing_changes()
+    {
+        // Two records and a zero tail, but the last segment starts at offset 1, inside them: no
+        // power loss makes that, so it is refused rather than taken for an unfinished seal.
+        let first = presized(records(&[b"a", b"bb"]));
+        let dir = partition_dir(&[(0, &first), (1, &records(&[b"d"]))]);
+        assert_refused_and_unchanged(dir.path());
     }
 
     #[test]
