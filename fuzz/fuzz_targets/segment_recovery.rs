@@ -209,9 +209,10 @@ fn model_log(segments: &[SegmentFile], presized_bytes: u64) -> Option<(i64, Vec<
         let end = segment.base_offset + prefix.len() as i64;
         let ends_the_log = match stop {
             // A zero tail and records missing before the last segment: an unfinished seal
-            // that lost its last pages, if the file is still pre-sized.
+            // that lost its last pages, if the file is still pre-sized. (A last segment that
+            // starts inside these records is corruption: the continuity check refuses it.)
             Stop::ZeroLength { only_zeros: true } => {
-                may_be_sealing && sorted[n + 1].base_offset != end
+                may_be_sealing && sorted[n + 1].base_offset > end
             }
             Stop::Clean => false,
             Stop::Torn | Stop::DamagedBeforeValid | Stop::ZeroLength { only_zeros: false }

@@ -155,7 +155,6 @@ impl ActiveSegment {
             Arc::clone(io),
         ));
         Self::open_for_appends(Arc::clone(&segment), mode, capacity_bytes, durability)
-            .map(|(created, _)| created)
             .inspect_err(|_| {
                 // Pre-sizing or mapping failed: remove the empty file, or the next try to create
                 // it would find it there (`create_new`). Nothing refers to it; the directory was
@@ -167,39 +166,34 @@ impl ActiveSegment {
     }
 
     /// Continues appending to a recovered segment. In MAPPED mode the file is (re-)extended to
-    /// `capacity_bytes` with zeros, the new size fsynced, and mapped.
+    /// `capacity_bytes` with zeros and mapped. Nothing is made durable here: the caller fsyncs
+    /// the segment (its new size included) before the first append (`log.rs`,
+    /// `make_recovered_durable`).
     ///
-    /// Why the fsync: a MAPPED segment's seal runs after the next segment exists (`log.rs`,
-    /// § The seal in the background), and recovery tells a seal that did not finish by the
-    /// file's length — still the pre-size, not trimmed (`recovery.rs`, rule 3). So that length
-    /// must be durable before the segment can be sealed in the background: otherwise a power
-    /// loss could bring the file back shorter, at whatever size its last fsync knew.
+    /// Why the size must be durable: a MAPPED segment's seal runs after the next segment exists
+    /// (`log.rs`, § The seal in the background), and recovery tells a seal that did not finish
+    /// by the file's length — still the pre-size, not trimmed (`recovery.rs`, rule 3). A power
+    /// loss must not bring the file back shorter, at whatever size its last fsync knew.
     pub(crate) fn resume(
         segment: Arc<Segment>,
         mode: WriteMode,
         capacity_bytes: u64,
         durability: &Durability,
     ) -> Result<Self, StorageError> {
-        let (resumed, presized) =
-            Self::open_for_appends(segment, mode, capacity_bytes, durability)?;
-        if presized {
-            durability.sync_data(resumed.segment.file(), resumed.segment.path())?;
-        }
-        Ok(resumed)
+        Self::open_for_appends(segment, mode, capacity_bytes, durability)
     }
 
-    /// In MAPPED mode: pre-sizes the file to `capacity_bytes` if it is shorter (the `bool`:
-    /// it was, and the new size is not yet durable) and maps it.
+    /// In MAPPED mode: pre-sizes the file to `capacity_bytes` if it is shorter (the new size
+    /// not yet durable) and maps it.
     fn open_for_appends(
         segment: Arc<Segment>,
         mode: WriteMode,
         capacity_bytes: u64,
         durability: &Durability,
-    ) -> Result<(Self, bool), StorageError> {
+    ) -> Result<Self, StorageError> {
         let io = durability.io();
         let written = segment.end();
         let capacity_bytes = capacity_bytes.max(u64::from(written.position));
-        let mut presized = false;
         let mapping = match mode {
             WriteMode::File => None,
             WriteMode::Mapped => {
@@ -218,7 +212,6 @@ impl ActiveSegment {
                             error,
                         )
                     })?;
-                    presized = true;
                 }
                 Some(
                     SegmentMapping::map(file, capacity_bytes)
@@ -241,7 +234,7 @@ impl ActiveSegment {
             sealed: false,
             scratch: Vec::new(),
         };
-        Ok((opened, presized))
+        Ok(opened)
     }
 
     /// The shared segment.

@@ -195,7 +195,8 @@ impl Drop for PartitionLog {
 }
 
 /// Makes what recovery accepted durable before the log takes appends: the segment before the
-/// last, the last (its size included) and the directory (their names).
+/// last, the last (its size included, which `ActiveSegment::resume` may just have re-extended
+/// to the pre-size that recovery's rule 3 reads) and the directory (their names).
 ///
 /// Why: recovery reads the page cache, which a killed process leaves whole, not the disk. A
 /// process killed during a MAPPED roll can leave the full segment unsealed (not yet fsynced)
@@ -984,7 +985,7 @@ mod tests {
     }
 
     #[test]
-    fn reopening_makes_the_segment_before_the_last_and_the_directory_durable() {
+    fn reopening_makes_the_last_two_segments_and_the_directory_durable() {
         // A process killed during a roll leaves the page cache whole and the disk behind it:
         // the full segment's seal, the next one's size and name may not have reached the disk.
         // Reopening must fsync them, since no FORCED answer after it would.

@@ -270,22 +270,30 @@ impl Drop for NatsCluster {
 /// Why not port 0's choice: that comes from the ephemeral range, which `connect` draws its
 /// source ports from. The nodes connect to each other's route ports as they start, some before
 /// the peer listens, and a connection to 127.0.0.1:P from source port P connects to itself (TCP's
-/// simultaneous open) and holds P: the peer then fails with "address already in use" (seen once
-/// in CI, 2026-12-06). A port below the range is never a source port.
+/// simultaneous open) and holds P: the likely cause of a node that failed with "address already
+/// in use" on its route port in a local CI run (2026-12-06; not reproduced). A port below the
+/// range is never a source port.
 fn free_port() -> anyhow::Result<u16> {
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(DEFAULT_EPHEMERAL_LOW_PORT);
+    let ephemeral_low = ephemeral_low_port();
     let low = LOWEST_CHOSEN_PORT.min(ephemeral_low.saturating_sub(1));
-    for _ in 0..MAX_PORT_TRIES {
-        let port = rand::random_range(low..ephemeral_low);
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
+    if low < ephemeral_low {
+        for _ in 0..MAX_PORT_TRIES {
+            let port = rand::random_range(low..ephemeral_low);
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return Ok(port);
+            }
         }
     }
     // A machine whose low ports are all taken: the kernel's choice, with its rare race.
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default if `/proc` says nothing).
+fn ephemeral_low_port() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(DEFAULT_EPHEMERAL_LOW_PORT)
 }
 
 #[cfg(test)]
@@ -294,12 +302,7 @@ mod tests {
 
     #[test]
     fn a_chosen_port_is_free_and_below_the_ephemeral_range() {
-        let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-            .expect("Linux's ephemeral port range")
-            .split_whitespace()
-            .next()
-            .and_then(|low| low.parse().ok())
-            .expect("its first port");
+        let ephemeral_low = ephemeral_low_port();
         for _ in 0..20 {
             let port = free_port().unwrap();
             assert!(
